@@ -1,0 +1,25 @@
+// swift-tools-version:6.0
+// Groove Bridge: a Mopidy/Icecast (Groove Audio) server as a native MPRIS2 player on Linux.
+import PackageDescription
+
+let package = Package(
+    name: "groove-bridge",
+    products: [.executable(name: "groove-bridge", targets: ["groove-bridge"])],
+    targets: [
+        // C libraries from Debian, each imported by exactly one Swift module.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev", "libogg-dev"])]),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+
+        // Threads, clock, backoff, logging: the floor every Swift module stands on.
+        .target(name: "CSupport"),
+        .target(name: "Support", dependencies: ["CSupport"]),
+        .target(name: "Net", dependencies: ["Support", "CCurl"]),
+        .target(name: "Mopidy", dependencies: ["Support", "Net"]),
+        .executableTarget(name: "groove-bridge", dependencies: ["Support", "Mopidy"]),
+
+        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy"]),
+    ]
+)

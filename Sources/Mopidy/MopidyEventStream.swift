@@ -1,0 +1,115 @@
+import Net
+import Support
+import Synchronization
+
+/// What the event stream tells its owner. Called on the stream's own thread ("mopidy-events"):
+/// the owner must hand the work on and return quickly.
+public protocol MopidyEventStreamDelegate: AnyObject, Sendable {
+    /// The socket is up; the owner should fetch the full state now (events missed while
+    /// disconnected are lost, so nothing may stay stale).
+    func eventStreamConnected(url: String)
+    func eventStreamReceived(_ event: MopidyEvent)
+    /// The socket went down; it will be retried in `retryInMs`.
+    func eventStreamDisconnected(reason: String, retryInMs: Int)
+}
+
+/// Follows Mopidy's events over its WebSocket, reconnecting with capped exponential backoff and
+/// jitter for as long as it runs. One thread, "mopidy-events", blocked in poll(2) while idle.
+public final class MopidyEventStream: Sendable {
+    public let url: String
+    private let delegate: MopidyEventStreamDelegate
+    private let state = Mutex(State())
+    private let waker = Waker()
+    private let messageLimit: Int
+    private let connectTimeoutMs: Int
+
+    private struct State {
+        var running = false
+        var connection: WebSocketConnection? = nil
+    }
+
+    public init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+                connectTimeoutMs: Int = 5000)
+    {
+        self.url = url
+        self.delegate = delegate
+        self.messageLimit = messageLimit
+        self.connectTimeoutMs = connectTimeoutMs
+    }
+
+    public func start() {
+        let already = state.withLock { s in
+            defer { s.running = true }
+            return s.running
+        }
+        guard !already else { return }
+        startThread(name: "mopidy-events") { [self] in run() }
+    }
+
+    /// Stops the thread: wakes it from a wait or a blocked read.
+    public func stop() {
+        let conn = state.withLock { s -> WebSocketConnection? in
+            s.running = false
+            return s.connection
+        }
+        conn?.interrupt()
+        waker.wake()
+    }
+
+    /// Drops the current connection and reconnects at once (e.g. after a configuration reload).
+    public func reconnectNow() {
+        state.withLock { $0.connection }?.interrupt()
+        waker.wake()
+    }
+
+    private var running: Bool { state.withLock { $0.running } }
+
+    private func run() {
+        var backoff = Backoff()
+        while running {
+            let reason: String
+            do throws(WebSocketError) {
+                let conn = try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit)
+                state.withLock { $0.connection = conn }
+                Log.info("events: connected to \(conn.url)")
+                backoff.reset()
+                delegate.eventStreamConnected(url: conn.url)
+                reason = readLoop(conn)
+                state.withLock { $0.connection = nil }
+                conn.closeGracefully(timeoutMs: 200)
+            } catch {
+                reason = error.description
+            }
+            guard running else { break }
+            let delay = backoff.nextDelayMs()
+            Log.warning("events: \(reason); retrying in \(Double(delay) / 1000) s")
+            delegate.eventStreamDisconnected(reason: reason, retryInMs: delay)
+            waker.sleep(ms: delay)
+        }
+    }
+
+    /// Reads until the connection breaks; returns why.
+    private func readLoop(_ conn: WebSocketConnection) -> String {
+        while true {
+            let message: WebSocketMessage
+            do throws(WebSocketError) { message = try conn.receive() } catch {
+                if case .interrupted = error { return "disconnected on request" }
+                return error.description
+            }
+            guard case .text(let text) = message else {
+                Log.debug("events: ignoring a binary message from \(conn.url)")
+                continue
+            }
+            do throws(EventDecodingError) {
+                guard let event = try MopidyEvent.decode(text) else { continue }
+                if case .other(let name) = event {
+                    Log.debug("events: ignoring event \(name)")
+                    continue
+                }
+                delegate.eventStreamReceived(event)
+            } catch {
+                Log.warning("events: \(conn.url): \(error); message ignored")
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import CCurl
+import Synchronization
+
+/// A libcurl failure, with curl's own words and what we were doing.
+public struct CurlError: Error, CustomStringConvertible, Sendable {
+    public let code: Int
+    public let message: String
+    public let url: String
+
+    init(_ code: CURLcode, url: String, detail: String? = nil) {
+        self.code = Int(code.rawValue)
+        let text = String(cString: curl_easy_strerror(code))
+        self.message = detail.map { $0.isEmpty ? text : "\(text): \($0)" } ?? text
+        self.url = url
+    }
+
+    public var description: String { "\(url): \(message)" }
+
+    /// Timeouts, refused connections, DNS failures: worth retrying later.
+    public var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+}
+
+/// `curl_global_init` must run once before any handle exists, and is not thread-safe itself.
+enum CurlGlobal {
+    private static let once: Void = {
+        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
+    }()
+    static func ensure() { _ = once }
+}
+
+/// One libcurl easy handle. Not thread-safe: one thread uses it at a time (its owner says which).
+/// Frees the handle in `deinit`.
+final class CurlEasy {
+    let handle: UnsafeMutableRawPointer
+    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    private var lists: [UnsafeMutablePointer<curl_slist>] = []
+
+    init() {
+        CurlGlobal.ensure()
+        guard let h = curl_easy_init() else {
+            // curl_easy_init fails only when out of memory.
+            fatalError("curl_easy_init returned NULL (out of memory)")
+        }
+        handle = h
+        errorBuffer.withUnsafeMutableBufferPointer { buf in
+            _ = gb_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, buf.baseAddress)
+        }
+        set(CURLOPT_NOSIGNAL, 1)  // threads + timeouts: never use SIGALRM
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        for l in lists { curl_slist_free_all(l) }
+    }
+
+    func set(_ option: CURLoption, _ value: Int) {
+        _ = gb_curl_setopt_long(handle, option, value)
+    }
+
+    /// libcurl copies string options (since 7.17), so a temporary C string is enough.
+    func set(_ option: CURLoption, _ value: String) {
+        _ = value.withCString { gb_curl_setopt_string(handle, option, $0) }
+    }
+
+    func setHeaders(_ headers: [String]) {
+        var list: UnsafeMutablePointer<curl_slist>? = nil
+        for h in headers { list = h.withCString { curl_slist_append(list, $0) } }
+        _ = gb_curl_setopt_slist(handle, CURLOPT_HTTPHEADER, list)
+        if let list { lists.append(list) }
+        // Keep at most the list in use alive; older ones are no longer referenced by the handle.
+        while lists.count > 1 { curl_slist_free_all(lists.removeFirst()) }
+    }
+
+    /// The detail libcurl wrote into the error buffer for the last failure, if any.
+    var lastErrorDetail: String {
+        errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    func clearErrorDetail() { errorBuffer[0] = 0 }
+
+    func responseCode() -> Int {
+        var code = 0
+        _ = gb_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &code)
+        return code
+    }
+
+    func contentType() -> String? {
+        var ptr: UnsafeMutablePointer<CChar>? = nil
+        _ = gb_curl_getinfo_string(handle, CURLINFO_CONTENT_TYPE, &ptr)
+        return ptr.map { String(cString: $0) }
+    }
+
+    func perform(url: String) throws(CurlError) {
+        clearErrorDetail()
+        let rc = curl_easy_perform(handle)
+        if rc != CURLE_OK { throw CurlError(rc, url: url, detail: lastErrorDetail) }
+    }
+}
+
+/// Percent-free description of a URL for logs: user info (credentials) is removed.
+public func redactedURL(_ url: String) -> String {
+    guard let schemeEnd = url.firstRange(of: "://") else { return url }
+    let rest = url[schemeEnd.upperBound...]
+    let hostEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
+    let authority = rest[..<hostEnd]
+    guard let at = authority.lastIndex(of: "@") else { return url }
+    let scheme = String(url[..<schemeEnd.upperBound])
+    let host = String(authority[authority.index(after: at)...])
+    return scheme + host + String(rest[hostEnd...])
+}
+
+/// The libcurl version string, e.g. for `--version`.
+public func curlVersion() -> String { String(cString: curl_version()) }
+
+/// A boxed value that C callbacks can reach through an `Unmanaged` pointer.
+final class CallbackBox<T>: @unchecked Sendable {
+    // Touched only by the thread that runs the transfer which owns this box.
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// A counter for request ids and similar, safe from any thread.
+public final class AtomicCounter: Sendable {
+    private let value = Atomic<Int>(0)
+    public init() {}
+    public func next() -> Int { value.add(1, ordering: .relaxed).newValue }
+}

@@ -1,0 +1,238 @@
+/// RFC 6455 framing, without any I/O: bytes in, whole messages out. Pure, so unit tests and the
+/// fuzzer can drive it with any input.
+
+public enum WebSocketMessage: Equatable, Sendable {
+    case text(String)
+    case binary([UInt8])
+    case ping([UInt8])
+    case pong([UInt8])
+    /// Close frame: status code (1005 when none was sent) and reason.
+    case close(code: UInt16, reason: String)
+}
+
+public enum WebSocketProtocolError: Error, Equatable, CustomStringConvertible, Sendable {
+    case reservedBitsSet
+    case unknownOpcode(UInt8)
+    case maskedServerFrame
+    case controlFrameTooLong(Int)
+    case fragmentedControlFrame
+    case unexpectedContinuation
+    case expectedContinuation
+    case messageTooLarge(limit: Int)
+    case invalidUTF8
+    case invalidLength
+
+    public var description: String {
+        switch self {
+        case .reservedBitsSet: return "frame has reserved bits set (no extension was negotiated)"
+        case .unknownOpcode(let op): return "frame has unknown opcode \(op)"
+        case .maskedServerFrame: return "server sent a masked frame"
+        case .controlFrameTooLong(let n): return "control frame of \(n) bytes (125 at most)"
+        case .fragmentedControlFrame: return "fragmented control frame"
+        case .unexpectedContinuation: return "continuation frame without a message to continue"
+        case .expectedContinuation: return "new data frame while a fragmented message is unfinished"
+        case .messageTooLarge(let limit): return "message larger than \(limit) bytes"
+        case .invalidUTF8: return "text message is not valid UTF-8"
+        case .invalidLength: return "frame length is not minimally encoded or too large"
+        }
+    }
+}
+
+enum Opcode: UInt8 {
+    case continuation = 0x0, text = 0x1, binary = 0x2, close = 0x8, ping = 0x9, pong = 0xA
+}
+
+/// Reassembles messages from server frames. Holds at most one partial frame plus one partial
+/// message, bounded by `messageLimit`.
+public struct WebSocketFrameReader: Sendable {
+    public let messageLimit: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var fragments: [UInt8] = []
+    private var fragmentOpcode: Opcode? = nil
+
+    public init(messageLimit: Int = 16 << 20) {
+        self.messageLimit = messageLimit
+    }
+
+    /// Bytes held but not yet returned as messages.
+    public var bufferedCount: Int { buffer.count - start + fragments.count }
+
+    public mutating func feed<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+        if start > 0 && start >= buffer.count / 2 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next whole message, nil when more bytes are needed. After a throw the connection is
+    /// broken: the caller must close it.
+    public mutating func next() throws(WebSocketProtocolError) -> WebSocketMessage? {
+        while true {
+            guard let frame = try parseFrame() else { return nil }
+            if let message = try assemble(frame) { return message }
+        }
+    }
+
+    private struct Frame {
+        let fin: Bool
+        let opcode: Opcode
+        let payload: ArraySlice<UInt8>
+    }
+
+    private mutating func parseFrame() throws(WebSocketProtocolError) -> Frame? {
+        let avail = buffer.count - start
+        guard avail >= 2 else { return nil }
+        let b0 = buffer[start], b1 = buffer[start + 1]
+        if b0 & 0x70 != 0 { throw .reservedBitsSet }
+        guard let opcode = Opcode(rawValue: b0 & 0x0F) else { throw .unknownOpcode(b0 & 0x0F) }
+        if b1 & 0x80 != 0 { throw .maskedServerFrame }
+        var header = 2
+        var length = Int(b1 & 0x7F)
+        if length == 126 {
+            guard avail >= 4 else { return nil }
+            length = Int(buffer[start + 2]) << 8 | Int(buffer[start + 3])
+            if length < 126 { throw .invalidLength }
+            header = 4
+        } else if length == 127 {
+            guard avail >= 10 else { return nil }
+            var l: UInt64 = 0
+            for i in 0..<8 { l = l << 8 | UInt64(buffer[start + 2 + i]) }
+            if l >> 63 != 0 || l <= 0xFFFF { throw .invalidLength }
+            guard l <= UInt64(messageLimit) else { throw .messageTooLarge(limit: messageLimit) }
+            length = Int(l)
+            header = 10
+        }
+        let isControl = opcode.rawValue & 0x8 != 0
+        if isControl {
+            if length > 125 { throw .controlFrameTooLong(length) }
+            if b0 & 0x80 == 0 { throw .fragmentedControlFrame }
+        } else if length > messageLimit || fragments.count + length > messageLimit {
+            throw .messageTooLarge(limit: messageLimit)
+        }
+        guard avail >= header + length else { return nil }
+        let from = start + header
+        let payload = buffer[from..<(from + length)]
+        start = from + length
+        return Frame(fin: b0 & 0x80 != 0, opcode: opcode, payload: payload)
+    }
+
+    private mutating func assemble(_ f: Frame) throws(WebSocketProtocolError) -> WebSocketMessage? {
+        switch f.opcode {
+        case .ping: return .ping(Array(f.payload))
+        case .pong: return .pong(Array(f.payload))
+        case .close:
+            guard f.payload.count >= 2 else { return .close(code: 1005, reason: "") }
+            let code = UInt16(f.payload[f.payload.startIndex]) << 8
+                | UInt16(f.payload[f.payload.startIndex + 1])
+            let reason = String(validating: f.payload.dropFirst(2), as: UTF8.self) ?? ""
+            return .close(code: code, reason: reason)
+        case .text, .binary:
+            if fragmentOpcode != nil { throw .expectedContinuation }
+            if f.fin { return try message(f.opcode, f.payload) }
+            fragmentOpcode = f.opcode
+            fragments = Array(f.payload)
+            return nil
+        case .continuation:
+            guard let op = fragmentOpcode else { throw .unexpectedContinuation }
+            fragments.append(contentsOf: f.payload)
+            guard f.fin else { return nil }
+            let whole = fragments
+            fragments = []
+            fragmentOpcode = nil
+            return try message(op, whole[...])
+        }
+    }
+
+    private func message(_ op: Opcode, _ payload: ArraySlice<UInt8>) throws(WebSocketProtocolError)
+        -> WebSocketMessage
+    {
+        if op == .binary { return .binary(Array(payload)) }
+        guard let text = String(validating: payload, as: UTF8.self) else { throw .invalidUTF8 }
+        return .text(text)
+    }
+}
+
+/// Builds one masked client frame (clients must mask every frame, RFC 6455 §5.3).
+public func webSocketClientFrame(opcode: UInt8, payload: [UInt8], fin: Bool = true,
+                                 mask: [UInt8]? = nil) -> [UInt8]
+{
+    let key = mask ?? (0..<4).map { _ in UInt8.random(in: 0...255) }
+    var out: [UInt8] = [(fin ? 0x80 : 0) | (opcode & 0x0F)]
+    out.reserveCapacity(payload.count + 14)
+    let n = payload.count
+    if n < 126 {
+        out.append(0x80 | UInt8(n))
+    } else if n <= 0xFFFF {
+        out += [0x80 | 126, UInt8(n >> 8), UInt8(n & 0xFF)]
+    } else {
+        out.append(0x80 | 127)
+        for i in (0..<8).reversed() { out.append(UInt8(truncatingIfNeeded: UInt64(n) >> (UInt64(i) * 8))) }
+    }
+    out += key
+    for (i, b) in payload.enumerated() { out.append(b ^ key[i & 3]) }
+    return out
+}
+
+/// `Sec-WebSocket-Accept` for a key: base64(SHA-1(key + GUID)), RFC 6455 §4.2.2.
+public func webSocketAccept(forKey key: String) -> String {
+    base64Encode(sha1(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8)))
+}
+
+public func base64Encode(_ bytes: [UInt8]) -> String {
+    let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    var out: [UInt8] = []
+    out.reserveCapacity((bytes.count + 2) / 3 * 4)
+    var i = 0
+    while i + 2 < bytes.count {
+        let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+        out += [table[Int(v >> 18)], table[Int(v >> 12 & 63)], table[Int(v >> 6 & 63)], table[Int(v & 63)]]
+        i += 3
+    }
+    let rest = bytes.count - i
+    if rest == 1 {
+        let v = UInt32(bytes[i]) << 16
+        out += [table[Int(v >> 18)], table[Int(v >> 12 & 63)], UInt8(ascii: "="), UInt8(ascii: "=")]
+    } else if rest == 2 {
+        let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+        out += [table[Int(v >> 18)], table[Int(v >> 12 & 63)], table[Int(v >> 6 & 63)], UInt8(ascii: "=")]
+    }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// SHA-1, only for the WebSocket handshake (not for anything secret).
+public func sha1(_ message: [UInt8]) -> [UInt8] {
+    var h: (UInt32, UInt32, UInt32, UInt32, UInt32) =
+        (0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0)
+    var msg = message
+    let bitLength = UInt64(message.count) * 8
+    msg.append(0x80)
+    while msg.count % 64 != 56 { msg.append(0) }
+    for i in (0..<8).reversed() { msg.append(UInt8(truncatingIfNeeded: bitLength >> (UInt64(i) * 8))) }
+    var w = [UInt32](repeating: 0, count: 80)
+    for chunk in stride(from: 0, to: msg.count, by: 64) {
+        for i in 0..<16 {
+            let j = chunk + i * 4
+            w[i] = UInt32(msg[j]) << 24 | UInt32(msg[j + 1]) << 16 | UInt32(msg[j + 2]) << 8 | UInt32(msg[j + 3])
+        }
+        for i in 16..<80 {
+            let x = w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16]
+            w[i] = x << 1 | x >> 31
+        }
+        var (a, b, c, d, e) = h
+        for i in 0..<80 {
+            let f: UInt32, k: UInt32
+            switch i {
+            case 0..<20: f = (b & c) | (~b & d); k = 0x5A827999
+            case 20..<40: f = b ^ c ^ d; k = 0x6ED9EBA1
+            case 40..<60: f = (b & c) | (b & d) | (c & d); k = 0x8F1BBCDC
+            default: f = b ^ c ^ d; k = 0xCA62C1D6
+            }
+            let t = (a << 5 | a >> 27) &+ f &+ e &+ k &+ w[i]
+            e = d; d = c; c = b << 30 | b >> 2; b = a; a = t
+        }
+        h = (h.0 &+ a, h.1 &+ b, h.2 &+ c, h.3 &+ d, h.4 &+ e)
+    }
+    return [h.0, h.1, h.2, h.3, h.4].flatMap { v in (0..<4).map { UInt8(truncatingIfNeeded: v >> (24 - $0 * 8)) } }
+}

@@ -1,0 +1,60 @@
+@preconcurrency import Glibc
+import Synchronization
+
+/// Log lines on stderr (journald takes them from there under systemd). Every line passes through
+/// the secret scrubber, so a password that reached a message by mistake (say, inside a URL in a
+/// library's error text) is printed as `***` — the code must not rely on it, but it is the net.
+public enum Log {
+    public enum Level: Int, Comparable, Sendable {
+        case error = 0, warning, info, debug
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        var tag: String {
+            switch self {
+            case .error: return "error"
+            case .warning: return "warning"
+            case .info: return "info"
+            case .debug: return "debug"
+            }
+        }
+    }
+
+    private struct Config {
+        var level: Level = .info
+        var secrets: [String] = []
+        var sink: (@Sendable (String) -> Void)? = nil
+    }
+
+    private static let config = Mutex(Config())
+
+    public static func setLevel(_ level: Level) { config.withLock { $0.level = level } }
+    public static var level: Level { config.withLock { $0.level } }
+
+    /// Registers a secret that must never be printed.
+    public static func addSecret(_ secret: String) {
+        guard secret.count >= 3 else { return }
+        config.withLock { if !$0.secrets.contains(secret) { $0.secrets.append(secret) } }
+    }
+
+    /// Sends lines to `sink` as well as stderr (tests use it).
+    public static func setSink(_ sink: (@Sendable (String) -> Void)?) { config.withLock { $0.sink = sink } }
+
+    public static func scrub(_ text: String) -> String {
+        let secrets = config.withLock { $0.secrets }
+        var out = text
+        for s in secrets where out.contains(s) { out = out.replacing(s, with: "***") }
+        return out
+    }
+
+    public static func error(_ message: @autoclosure () -> String) { emit(.error, message) }
+    public static func warning(_ message: @autoclosure () -> String) { emit(.warning, message) }
+    public static func info(_ message: @autoclosure () -> String) { emit(.info, message) }
+    public static func debug(_ message: @autoclosure () -> String) { emit(.debug, message) }
+
+    private static func emit(_ level: Level, _ message: () -> String) {
+        let (enabled, sink) = config.withLock { ($0.level >= level, $0.sink) }
+        guard enabled else { return }
+        let line = "groove-bridge: [\(level.tag)] " + scrub(message()) + "\n"
+        fputs(line, stderr)
+        sink?(line)
+    }
+}

@@ -1,0 +1,130 @@
+import CSupport
+import Glibc
+
+/// Starts a detached, named OS thread running `body`. Threads here are few and long-lived (the
+/// D-Bus loop, the WebSocket reader, the stream reader, the decoder), each with one job, so a
+/// plain pthread with a visible name (`top -H`, `/proc/PID/task/*/comm`) fits better than a pool.
+public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
+    final class Box: @unchecked Sendable {
+        let name: String
+        let body: @Sendable () -> Void
+        init(_ name: String, _ body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(name, body))
+    var tid = pthread_t()
+    let rc = pthread_create(&tid, nil, { arg in
+        let box = Unmanaged<AnyObject>.fromOpaque(arg!).takeRetainedValue()
+        let b = unsafeDowncast(box, to: Box.self)
+        // Linux limits thread names to 15 bytes.
+        gb_set_thread_name(b.name)
+        b.body()
+        return nil
+    }, box.toOpaque())
+    if rc != 0 {
+        box.release()
+        Log.error("cannot start thread \(name): \(String(cString: strerror(rc)))")
+        return
+    }
+    pthread_detach(tid)
+}
+
+/// Milliseconds on the monotonic clock.
+public func monotonicMs() -> Int {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1_000_000
+}
+
+/// Microseconds on the monotonic clock.
+public func monotonicUs() -> Int64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
+}
+
+/// Capped exponential backoff with jitter: 0.5 s doubling to 30 s by default, each wait drawn
+/// between half and all of the current step so that many clients do not retry in lockstep.
+public struct Backoff: Sendable {
+    public let initialMs: Int
+    public let maxMs: Int
+    public private(set) var attempts = 0
+
+    public init(initialMs: Int = 500, maxMs: Int = 30_000) {
+        self.initialMs = initialMs
+        self.maxMs = maxMs
+    }
+
+    public mutating func nextDelayMs() -> Int {
+        let step = min(maxMs, initialMs << min(attempts, 20))
+        attempts += 1
+        return Int.random(in: (step / 2)...max(step / 2, step))
+    }
+
+    public mutating func reset() { attempts = 0 }
+}
+
+/// A sleep that another thread can cut short (for shutdown and "reconnect now").
+public final class Waker: @unchecked Sendable {
+    private var mutex = pthread_mutex_t()
+    private var cond = pthread_cond_t()
+    private var woken = false
+
+    public init() {
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(&cond, &attr)
+        pthread_condattr_destroy(&attr)
+        pthread_mutex_init(&mutex, nil)
+    }
+
+    deinit {
+        pthread_cond_destroy(&cond)
+        pthread_mutex_destroy(&mutex)
+    }
+
+    /// Sleeps up to `ms`; returns true when woken early.
+    @discardableResult
+    public func sleep(ms: Int) -> Bool {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        let ns = ts.tv_nsec + (ms % 1000) * 1_000_000
+        ts.tv_sec += ms / 1000 + ns / 1_000_000_000
+        ts.tv_nsec = ns % 1_000_000_000
+        pthread_mutex_lock(&mutex)
+        defer { pthread_mutex_unlock(&mutex) }
+        while !woken {
+            if pthread_cond_timedwait(&cond, &mutex, &ts) == ETIMEDOUT { break }
+        }
+        let was = woken
+        woken = false
+        return was
+    }
+
+    public func wake() {
+        pthread_mutex_lock(&mutex)
+        woken = true
+        pthread_cond_broadcast(&cond)
+        pthread_mutex_unlock(&mutex)
+    }
+}
+
+/// An eventfd that other threads signal to wake a thread blocked in poll(2) on it.
+public final class WakeFD: Sendable {
+    public let fd: Int32
+
+    public init() { fd = gb_eventfd() }
+    deinit { close(fd) }
+
+    public func signal() {
+        var one: UInt64 = 1
+        _ = write(fd, &one, 8)
+    }
+
+    /// Clears the pending wake-ups; returns whether there were any.
+    @discardableResult
+    public func drain() -> Bool {
+        var v: UInt64 = 0
+        return read(fd, &v, 8) == 8
+    }
+}

@@ -1,0 +1,711 @@
+#!/usr/bin/env python3
+"""A real Groove Audio server on loopback, for tests, benchmarks and the demo.
+
+Starts, each on a port chosen free at run time and bound to 127.0.0.1 only:
+  - a private D-Bus session bus              (dbus-daemon)
+  - PulseAudio with a null sink "groove_test" (record it through groove_test.monitor)
+  - Icecast 2 with listener Basic auth        (/stream.flac Ogg FLAC, /native.flac native FLAC)
+  - a long-lived encoder                     (gst-launch: UDP PCM + silence -> FLAC -> Icecast,
+                                              ffmpeg: the same PCM -> native FLAC -> Icecast)
+  - Mopidy + Mopidy-Local with a software mixer, playing a generated library of sine tones
+  - nginx in front with the Groove URL layout (/api/mopidy/rpc, /ws/mopidy, /stream.flac, /local/)
+
+Why the encoder is a separate process: putting flacenc ! oggmux ! shout2send inside Mopidy's own
+output drops the Icecast source at every track switch or stop. Mopidy sends raw PCM over UDP to
+the encoder instead, so the Icecast source never disconnects and a pause is silence.
+
+Usage:
+  rig.py serve [--dir DIR] [--owner PID]   start everything, print one JSON line describing it,
+                                           then read commands on stdin (one JSON object a line):
+                                             {"cmd":"info"}
+                                             {"cmd":"stop","name":"icecast"}
+                                             {"cmd":"start","name":"icecast"}
+                                             {"cmd":"signal","name":"icecast","signal":"STOP"}
+                                             {"cmd":"rpc","method":"core.playback.next"}
+                                           and answer each with one JSON line. EOF on stdin, SIGTERM,
+                                           SIGINT or the owner process dying stops every process.
+  rig.py run [--dir DIR]                   the same, for a person: prints the endpoints, runs until
+                                           Ctrl-C.
+  rig.py library DIR                       only generate the test library into DIR.
+
+Only the standard library is used. Every process is started by this supervisor, recorded by pid
+and stopped by pid (children also get PR_SET_PDEATHSIG so they die with it).
+"""
+
+import argparse
+import ctypes
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+LOOPBACK = "127.0.0.1"
+RATE, CHANNELS = 44100, 2
+
+# The generated library: distinct tones so that a recording tells which track is heard.
+TRACKS = [
+    dict(file="01-alpha.flac", freq=440, title="Alpha Tone", artists=["Groove Test Band"],
+         album="Rig Sessions", albumartist="Groove Test Band", track=1, disc=1, genre="Test",
+         date="2024-05-01"),
+    dict(file="02-duet.flac", freq=660, title="Duet in A", artists=["Ada Lovelace", "Alan Turing"],
+         album="Rig Sessions", albumartist="Groove Test Band", track=2, disc=1, genre="Test",
+         date="2024-05-01"),
+    dict(file="03-cafe.flac", freq=880, title="Café Ñandú – 東京", artists=["Sigur Rós"],
+         album="Ñandú Nights", albumartist="Sigur Rós", track=3, disc=1, genre="Ambient",
+         date="2023"),
+    dict(file="04-low.flac", freq=330, title="Low Hum", artists=["Groove Test Band"],
+         album="Rig Sessions", albumartist="Groove Test Band", track=4, disc=2, genre="Test",
+         date="2024-05-01"),
+    dict(file="05-high.flac", freq=1100, title="High Whistle", artists=["Groove Test Band"],
+         album="Rig Sessions", albumartist="Groove Test Band", track=5, disc=2, genre="Test",
+         date="2024-05-01"),
+]
+TRACK_SECONDS = 30
+
+
+def log(msg):
+    print(f"rig: {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def free_udp_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def die_with_parent():
+    """preexec_fn: the child gets SIGKILL when this supervisor dies, however it dies."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    os.setpgrp()
+
+
+def wait_for(what, check, timeout=20.0, interval=0.05):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception as e:  # the service is still starting
+            last = e
+        time.sleep(interval)
+    raise RuntimeError(f"{what} did not come up within {timeout:.0f} s (last error: {last})")
+
+
+def tcp_open(port):
+    with socket.create_connection((LOOPBACK, port), timeout=0.5):
+        return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The test library
+
+
+def run_quiet(argv):
+    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if r.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed: {r.stderr.decode(errors='replace')[-500:]}")
+
+
+def make_library(music_dir, seconds=TRACK_SECONDS):
+    """Generates FLAC tracks (sine tones, full tags, embedded art) plus a cover.jpg per album."""
+    os.makedirs(music_dir, exist_ok=True)
+    stamp = os.path.join(music_dir, ".generated")
+    want = json.dumps([TRACKS, seconds], sort_keys=True)
+    if os.path.exists(stamp) and open(stamp).read() == want:
+        return
+    covers = {}
+    for i, album in enumerate(sorted({t["album"] for t in TRACKS})):
+        sub = os.path.join(music_dir, album)
+        os.makedirs(sub, exist_ok=True)
+        cover = os.path.join(sub, "cover.jpg")
+        color = ["0x3060c0", "0xc06030"][i % 2]
+        run_quiet(["ffmpeg", "-nostdin", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                   f"color=c={color}:s=320x320", "-frames:v", "1", cover])
+        covers[album] = cover
+    for t in TRACKS:
+        path = os.path.join(music_dir, t["album"], t["file"])
+        run_quiet(["sox", "-n", "-r", str(RATE), "-c", str(CHANNELS), "-b", "16", path,
+                   "synth", str(seconds), "sine", str(t["freq"]), "vol", "0.5"])
+        tags = [f"--set-tag=TITLE={t['title']}", f"--set-tag=ALBUM={t['album']}",
+                f"--set-tag=ALBUMARTIST={t['albumartist']}",
+                f"--set-tag=TRACKNUMBER={t['track']}", f"--set-tag=DISCNUMBER={t['disc']}",
+                f"--set-tag=GENRE={t['genre']}", f"--set-tag=DATE={t['date']}"]
+        tags += [f"--set-tag=ARTIST={a}" for a in t["artists"]]
+        run_quiet(["metaflac", "--remove-all-tags", *tags,
+                   f"--import-picture-from={covers[t['album']]}", path])
+    with open(stamp, "w") as f:
+        f.write(want)
+
+
+# ---------------------------------------------------------------------------------------------
+# Services
+
+
+class Service:
+    """One child process, started by argv and stopped by pid."""
+
+    def __init__(self, name, argv, env=None, ready=None, log_path=None, restart=False):
+        self.name, self.argv, self.env, self.ready = name, argv, env, ready
+        self.log_path, self.restart = log_path, restart
+        self.proc = None
+        self.wanted = False
+        self.starts = 0
+
+    def spawn(self):
+        logf = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL,
+                                     stdout=logf, stderr=subprocess.STDOUT,
+                                     preexec_fn=die_with_parent)
+        if logf is not subprocess.DEVNULL:
+            logf.close()
+        self.wanted = True
+        self.starts += 1
+
+    def start(self):
+        self.spawn()
+        if self.ready:
+            try:
+                wait_for(self.name, lambda: self._alive() and self.ready())
+            except RuntimeError as e:
+                raise RuntimeError(f"{e}; see {self.log_path}") from None
+
+    def _alive(self):
+        if self.proc.poll() is not None:
+            if self.restart:
+                # A source client's first login can be refused while libshout probes protocols;
+                # like a real source client, try again.
+                time.sleep(0.3)
+                self.spawn()
+                return False
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
+        return True
+
+    def stop(self, sig=signal.SIGTERM):
+        self.wanted = False
+        p = self.proc
+        if p is None or p.poll() is not None:
+            return
+        try:
+            os.kill(p.pid, sig)
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+        except ProcessLookupError:
+            pass
+
+    def signal(self, sig):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc and self.proc.poll() is None else None
+
+
+class Rig:
+    def __init__(self, root):
+        self.root = root
+        self.lock = threading.RLock()
+        self.services = {}
+        self.password = secrets.token_hex(12)
+        self.source_password = secrets.token_hex(12)
+        self.ports = dict(icecast=free_port(), mopidy=free_port(), nginx=free_port(),
+                          pcm=free_udp_port(), pcm_native=free_udp_port())
+        self.is_root = os.geteuid() == 0
+        if self.is_root:
+            # Icecast drops to its own user and must be able to reach its folder below this one
+            # (mkdtemp makes it 0700).
+            os.chmod(root, 0o711)
+        for d in ("music", "mopidy", "icecast", "nginx", "pulse", "home", "bus", "logs"):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+        self.bus_address = f"unix:path={root}/bus/socket"
+        self.pulse_runtime = os.path.join(root, "pulse")
+        os.chmod(self.pulse_runtime, 0o700)
+        self.pulse_server = f"unix:{self.pulse_runtime}/pulse/native"
+        self.sink = "groove_test"
+        self.stopping = False
+
+    # -- helpers --
+
+    def path(self, *p):
+        return os.path.join(self.root, *p)
+
+    def logp(self, name):
+        return self.path("logs", f"{name}.log")
+
+    def base_env(self):
+        env = dict(os.environ)
+        env.update(HOME=self.path("home"), XDG_RUNTIME_DIR=self.pulse_runtime,
+                   PULSE_SERVER=self.pulse_server, DBUS_SESSION_BUS_ADDRESS=self.bus_address)
+        for k in ("DISPLAY", "WAYLAND_DISPLAY"):
+            env.pop(k, None)
+        return env
+
+    def add(self, svc):
+        self.services[svc.name] = svc
+        svc.start()
+
+    def rpc(self, method, params=None, port=None):
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                           "params": params or {}}).encode()
+        req = urllib.request.Request(f"http://{LOOPBACK}:{port or self.ports['mopidy']}/mopidy/rpc",
+                                     data=body, headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            reply = json.load(r)
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply['error']}")
+        return reply.get("result")
+
+    def icecast_mount_live(self, mount):
+        """True when the mount has a source (Icecast's status page lists it)."""
+        url = f"http://{LOOPBACK}:{self.ports['icecast']}/status-json.xsl"
+        with urllib.request.urlopen(url, timeout=2) as r:
+            stats = json.load(r).get("icestats", {})
+        src = stats.get("source", [])
+        if isinstance(src, dict):
+            src = [src]
+        return any(s.get("listenurl", "").endswith(mount) for s in src)
+
+    # -- the parts --
+
+    def start_dbus(self):
+        self.add(Service("dbus", ["dbus-daemon", "--session", "--nofork", "--nopidfile",
+                                  f"--address={self.bus_address}"],
+                         env=self.base_env(), log_path=self.logp("dbus"),
+                         ready=lambda: os.path.exists(self.path("bus", "socket"))))
+
+    def start_pulse(self):
+        argv = ["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit",
+                "--use-pid-file=no", "--log-target=stderr",
+                "-L", "module-native-protocol-unix auth-anonymous=1",
+                "-L", f"module-null-sink sink_name={self.sink} "
+                      f"sink_properties=device.description=GrooveTest",
+                "-L", "module-always-sink"]
+        self.add(Service("pulse", argv, env=self.base_env(), log_path=self.logp("pulse"),
+                         ready=lambda: subprocess.run(["pactl", "info"], env=self.base_env(),
+                                                      stdout=subprocess.DEVNULL,
+                                                      stderr=subprocess.DEVNULL).returncode == 0))
+        subprocess.run(["pactl", "set-default-sink", self.sink], env=self.base_env(),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def write_icecast_config(self):
+        d = self.path("icecast")
+        htpasswd = os.path.join(d, "listeners")
+        with open(htpasswd, "w") as f:
+            # Icecast 2.4's htpasswd listener file is user:md5hex(password).
+            f.write(f"listener:{hashlib.md5(self.password.encode()).hexdigest()}\n")
+        auth = f"""<authentication type="htpasswd">
+                <option name="filename" value="{htpasswd}"/>
+                <option name="allow_duplicate_users" value="1"/>
+            </authentication>"""
+        owner = ""
+        if self.is_root:
+            # Icecast refuses to run as root.
+            user = "icecast2"
+            group = "icecast"
+            owner = f"<security><chroot>0</chroot><changeowner><user>{user}</user>" \
+                    f"<group>{group}</group></changeowner></security>"
+            shutil.chown(d, user, group)
+            shutil.chown(htpasswd, user, group)
+        admin = secrets.token_hex(8)
+        cfg = f"""<icecast>
+  <location>loopback</location><admin>rig@localhost</admin>
+  <limits><clients>100</clients><sources>4</sources><queue-size>524288</queue-size>
+    <client-timeout>30</client-timeout><header-timeout>15</header-timeout>
+    <source-timeout>10</source-timeout><burst-on-connect>1</burst-on-connect>
+    <burst-size>65535</burst-size></limits>
+  <authentication><source-password>{self.source_password}</source-password>
+    <admin-user>admin</admin-user><admin-password>{admin}</admin-password></authentication>
+  <hostname>{LOOPBACK}</hostname>
+  <listen-socket><port>{self.ports['icecast']}</port><bind-address>{LOOPBACK}</bind-address></listen-socket>
+  <mount type="normal"><mount-name>/stream.flac</mount-name>{auth}</mount>
+  <mount type="normal"><mount-name>/native.flac</mount-name>{auth}</mount>
+  <fileserve>1</fileserve>
+  <paths><basedir>/usr/share/icecast2</basedir><logdir>{d}</logdir>
+    <webroot>/usr/share/icecast2/web</webroot><adminroot>/usr/share/icecast2/admin</adminroot>
+    <pidfile>{d}/icecast.pid</pidfile></paths>
+  <logging><accesslog>access.log</accesslog><errorlog>error.log</errorlog><loglevel>3</loglevel>
+    <logsize>10000</logsize></logging>
+  {owner}
+</icecast>
+"""
+        path = os.path.join(d, "icecast.xml")
+        with open(path, "w") as f:
+            f.write(cfg)
+        if self.is_root:
+            shutil.chown(path, "icecast2", "icecast")
+        return path
+
+    def icecast_service(self):
+        cfg = self.path("icecast", "icecast.xml")
+        return Service("icecast", ["icecast2", "-c", cfg], log_path=self.logp("icecast"),
+                       ready=lambda: tcp_open(self.ports["icecast"]))
+
+    def start_icecast(self):
+        self.write_icecast_config()
+        self.add(self.icecast_service())
+
+    def start_encoders(self):
+        ip, pw = self.ports["icecast"], self.source_password
+        caps = f"audio/x-raw,format=S16LE,rate={RATE},channels={CHANNELS},layout=interleaved"
+        # Mopidy's PCM mixed with a live silence source: while Mopidy is paused or between tracks
+        # the stream carries silence instead of stopping. The same PCM goes on to ffmpeg for the
+        # native FLAC mount.
+        gst = ["gst-launch-1.0", "-q",
+               "udpsrc", f"address={LOOPBACK}", f"port={self.ports['pcm']}", f"caps={caps}",
+               "buffer-size=1048576", "!", "queue", "!", "mix.",
+               "audiotestsrc", "is-live=true", "wave=silence", "samplesperbuffer=1024", "!",
+               caps, "!", "mix.",
+               "audiomixer", "name=mix", "latency=100000000", "!", caps, "!",
+               "tee", "name=t",
+               "t.", "!", "queue", "!", "flacenc", "!", "oggmux", "!",
+               "shout2send", f"ip={LOOPBACK}", f"port={ip}", f"password={pw}",
+               "mount=/stream.flac", "streamname=Groove Test",
+               "t.", "!", "queue", "!", "udpsink", f"host={LOOPBACK}",
+               f"port={self.ports['pcm_native']}", f"bind-address={LOOPBACK}", "sync=false"]
+        self.add(Service("encoder", gst, log_path=self.logp("encoder"), restart=True,
+                         ready=lambda: self.icecast_mount_live("/stream.flac")))
+        ff = ["ffmpeg", "-nostdin", "-loglevel", "warning",
+              "-f", "s16le", "-ar", str(RATE), "-ac", str(CHANNELS),
+              "-i", f"udp://{LOOPBACK}:{self.ports['pcm_native']}?localaddr={LOOPBACK}"
+                    f"&fifo_size=1000000&overrun_nonfatal=1",
+              "-c:a", "flac", "-f", "flac", "-content_type", "audio/flac",
+              f"icecast://source:{pw}@{LOOPBACK}:{ip}/native.flac"]
+        self.add(Service("encoder_native", ff, log_path=self.logp("encoder_native"), restart=True,
+                         ready=lambda: self.icecast_mount_live("/native.flac")))
+
+    def write_mopidy_config(self):
+        d = self.path("mopidy")
+        cfg = f"""[core]
+cache_dir = {d}/cache
+config_dir = {d}/config
+data_dir = {d}/data
+
+[logging]
+verbosity = 0
+
+[audio]
+mixer = software
+mixer_volume = 100
+output = audioresample ! audioconvert ! {
+    f"audio/x-raw,format=S16LE,rate={RATE},channels={CHANNELS},layout=interleaved"} ! udpsink host={LOOPBACK} port={self.ports['pcm']} bind-address={LOOPBACK}
+
+[http]
+enabled = true
+hostname = {LOOPBACK}
+port = {self.ports['mopidy']}
+
+[local]
+enabled = true
+media_dir = {self.path('music')}
+scan_flush_threshold = 100
+
+[file]
+enabled = true
+media_dirs = {self.path('music')}
+show_dotfiles = false
+
+[m3u]
+playlists_dir = {d}/playlists
+
+[mpris]
+enabled = {'true' if os.environ.get('RIG_MOPIDY_MPRIS') else 'false'}
+bus_type = session
+
+[stream]
+enabled = true
+"""
+        path = os.path.join(d, "mopidy.conf")
+        with open(path, "w") as f:
+            f.write(cfg)
+        return path
+
+    def mopidy_service(self):
+        cfg = self.path("mopidy", "mopidy.conf")
+        return Service("mopidy", ["mopidy", "--config", cfg], env=self.base_env(),
+                       log_path=self.logp("mopidy"), ready=lambda: self.rpc("core.get_version"))
+
+    def start_mopidy(self):
+        cfg = self.write_mopidy_config()
+        r = subprocess.run(["mopidy", "--config", cfg, "local", "scan"], env=self.base_env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        with open(self.logp("mopidy-scan"), "wb") as f:
+            f.write(r.stdout)
+        if r.returncode != 0:
+            raise RuntimeError(f"mopidy local scan failed; see {self.logp('mopidy-scan')}")
+        self.add(self.mopidy_service())
+
+    def queue_library(self):
+        """Fills the tracklist with the library in TRACKS order, repeat on, and starts playing.
+
+        Mopidy-Local keeps one artist per track (its SQLite schema has one artist column), so
+        tracks with several artists are queued through Mopidy's file backend, which keeps them
+        all; the file backend has no images, which gives the rig a track without art as well."""
+        refs = self.rpc("core.library.browse", {"uri": "local:directory?type=track"}) or []
+        by_title = {r["name"]: r["uri"] for r in refs}
+        uris = []
+        for t in TRACKS:
+            if len(t["artists"]) > 1:
+                path = os.path.join(self.path("music"), t["album"], t["file"])
+                uris.append("file://" + urllib.request.pathname2url(path))
+            elif t["title"] in by_title:
+                uris.append(by_title[t["title"]])
+        if len(uris) < len(TRACKS):
+            raise RuntimeError(f"Mopidy-Local found {len(refs)} tracks, {len(TRACKS)} expected; "
+                               f"see {self.logp('mopidy-scan')}")
+        self.rpc("core.tracklist.clear")
+        self.rpc("core.tracklist.add", {"uris": uris})
+        self.rpc("core.tracklist.set_repeat", {"value": True})
+        self.rpc("core.playback.play")
+
+    def write_nginx_config(self):
+        d = self.path("nginx")
+        for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        m, i = self.ports["mopidy"], self.ports["icecast"]
+        user = "user root;" if self.is_root else ""
+        cfg = f"""{user}
+daemon off;
+master_process on;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+  access_log {d}/access.log;
+  client_body_temp_path {d}/body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+  server {{
+    listen {LOOPBACK}:{self.ports['nginx']};
+    location = /api/mopidy/rpc {{ proxy_pass http://{LOOPBACK}:{m}/mopidy/rpc; }}
+    location = /ws/mopidy {{
+      proxy_pass http://{LOOPBACK}:{m}/mopidy/ws;
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_read_timeout 1d;
+    }}
+    location = /stream.flac {{
+      proxy_pass http://{LOOPBACK}:{i}/stream.flac;
+      proxy_buffering off;
+      proxy_read_timeout 1h;
+    }}
+    location /local/ {{ proxy_pass http://{LOOPBACK}:{m}; }}
+    location /mopidy/ {{
+      proxy_pass http://{LOOPBACK}:{m};
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+    }}
+  }}
+}}
+"""
+        path = os.path.join(d, "nginx.conf")
+        with open(path, "w") as f:
+            f.write(cfg)
+        return path
+
+    def nginx_service(self):
+        cfg = self.path("nginx", "nginx.conf")
+        return Service("nginx", ["nginx", "-c", cfg, "-p", self.path("nginx")],
+                       log_path=self.logp("nginx"), ready=lambda: tcp_open(self.ports["nginx"]))
+
+    def start_nginx(self):
+        self.write_nginx_config()
+        self.add(self.nginx_service())
+
+    # -- whole rig --
+
+    def start(self):
+        make_library(self.path("music"))
+        self.start_dbus()
+        self.start_pulse()
+        self.start_icecast()
+        self.start_encoders()
+        self.start_mopidy()
+        self.start_nginx()
+        self.queue_library()
+        threading.Thread(target=self._supervise, name="rig-supervisor", daemon=True).start()
+
+    def _supervise(self):
+        """Restarts the encoders when they drop (e.g. Icecast went away), with a short backoff:
+        a real Groove server's source client reconnects in the same way."""
+        while not self.stopping:
+            time.sleep(0.2)
+            with self.lock:
+                for svc in self.services.values():
+                    if svc.restart and svc.wanted and svc.proc.poll() is not None:
+                        try:
+                            if tcp_open(self.ports["icecast"]):
+                                svc.spawn()
+                        except Exception:
+                            pass
+
+    def stop(self):
+        self.stopping = True
+        with self.lock:
+            for name in ("nginx", "mopidy", "encoder_native", "encoder", "icecast", "pulse", "dbus"):
+                svc = self.services.get(name)
+                if svc:
+                    svc.stop()
+
+    def info(self):
+        p = self.ports
+        base = f"http://{LOOPBACK}"
+        return {
+            "dir": self.root,
+            "password": self.password,
+            "user": "listener",
+            "ports": p,
+            "stream_url": f"{base}:{p['icecast']}/stream.flac",
+            "native_stream_url": f"{base}:{p['icecast']}/native.flac",
+            "nginx_stream_url": f"{base}:{p['nginx']}/stream.flac",
+            "groove_rpc_url": f"{base}:{p['nginx']}/api/mopidy/rpc",
+            "groove_ws_url": f"ws://{LOOPBACK}:{p['nginx']}/ws/mopidy",
+            "mopidy_rpc_url": f"{base}:{p['mopidy']}/mopidy/rpc",
+            "mopidy_ws_url": f"ws://{LOOPBACK}:{p['mopidy']}/mopidy/ws",
+            "bus_address": self.bus_address,
+            "pulse_server": self.pulse_server,
+            "pulse_runtime": self.pulse_runtime,
+            "sink": self.sink,
+            "monitor": f"{self.sink}.monitor",
+            "tracks": [{k: t[k] for k in ("title", "artists", "album", "albumartist", "freq",
+                                          "track", "disc", "genre", "date")} for t in TRACKS],
+            "track_seconds": TRACK_SECONDS,
+            "pids": {n: s.pid for n, s in self.services.items()},
+        }
+
+    def command(self, req):
+        cmd = req.get("cmd")
+        with self.lock:
+            if cmd == "info":
+                return self.info()
+            if cmd in ("stop", "start", "restart", "signal"):
+                name = req.get("name")
+                svc = self.services.get(name)
+                if svc is None:
+                    raise ValueError(f"no service {name!r}")
+                if cmd in ("stop", "restart"):
+                    sig = getattr(signal, "SIG" + req.get("signal", "TERM"))
+                    svc.stop(sig)
+                if cmd in ("start", "restart"):
+                    svc.start()
+                if cmd == "signal":
+                    svc.signal(getattr(signal, "SIG" + req["signal"]))
+                return {"pid": svc.pid}
+        if cmd == "rpc":
+            return self.rpc(req["method"], req.get("params"))
+        raise ValueError(f"unknown command {cmd!r}")
+
+
+def watch_owner(owner, on_gone):
+    def loop():
+        while True:
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                on_gone()
+                return
+            time.sleep(0.5)
+    threading.Thread(target=loop, name="rig-owner-watch", daemon=True).start()
+
+
+def serve(args, interactive):
+    root = args.dir or tempfile.mkdtemp(prefix="groove-rig-")
+    os.makedirs(root, exist_ok=True)
+    rig = Rig(root)
+    done = threading.Event()
+
+    def shutdown(*_):
+        done.set()
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    signal.signal(signal.SIGHUP, shutdown)
+    if args.owner:
+        watch_owner(args.owner, shutdown)
+    try:
+        rig.start()
+    except Exception as e:
+        log(f"start failed: {e}")
+        rig.stop()
+        print(json.dumps({"error": str(e), "dir": root}), flush=True)
+        return 1
+    info = rig.info()
+    if interactive:
+        print("Groove Audio test server on loopback (Ctrl-C stops it):")
+        for k in ("stream_url", "native_stream_url", "groove_rpc_url", "groove_ws_url",
+                  "mopidy_rpc_url", "mopidy_ws_url", "bus_address", "pulse_server", "dir"):
+            print(f"  {k:18} {info[k]}")
+        print(f"  listener password  in {root}/password (mode 600)")
+        sys.stdout.flush()
+    else:
+        print(json.dumps(info), flush=True)
+    pw_path = os.path.join(root, "password")
+    fd = os.open(pw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.write(fd, (rig.password + "\n").encode())
+    os.close(fd)
+    with open(os.path.join(root, "rig.json"), "w") as f:
+        json.dump({k: v for k, v in info.items() if k != "password"}, f)
+
+    if not interactive:
+        def read_commands():
+            for line in sys.stdin:
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    reply = {"ok": rig.command(json.loads(line))}
+                except Exception as e:
+                    reply = {"error": str(e)}
+                print(json.dumps(reply), flush=True)
+            done.set()
+        threading.Thread(target=read_commands, name="rig-commands", daemon=True).start()
+    done.wait()
+    rig.stop()
+    if not args.keep and not args.dir:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    sub = ap.add_subparsers(dest="mode", required=True)
+    for mode in ("serve", "run"):
+        p = sub.add_parser(mode)
+        p.add_argument("--dir", help="working folder (default: a new temporary one)")
+        p.add_argument("--owner", type=int, help="stop everything when this pid is gone")
+        p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    lib = sub.add_parser("library")
+    lib.add_argument("dir")
+    args = ap.parse_args()
+    if args.mode == "library":
+        make_library(args.dir)
+        return 0
+    return serve(args, interactive=(args.mode == "run"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
