@@ -17,9 +17,11 @@ let package = Package(
         .target(name: "Support", dependencies: ["CSupport"]),
         .target(name: "Net", dependencies: ["Support", "CCurl"]),
         .target(name: "Mopidy", dependencies: ["Support", "Net"]),
+        .target(name: "DBus", dependencies: ["Support", "CDBus"]),
+        .target(name: "MPRIS", dependencies: ["Support", "DBus"]),
         .executableTarget(name: "groove-bridge", dependencies: ["Support", "Mopidy"]),
 
-        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy"]),
+        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS"]),
     ]
 )

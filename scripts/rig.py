@@ -475,6 +475,10 @@ enabled = true
         self.rpc("core.tracklist.add", {"uris": uris})
         self.rpc("core.tracklist.set_repeat", {"value": True})
         self.rpc("core.playback.play")
+        # play returns before the playback state and the current track are set.
+        wait_for("Mopidy playing", lambda: self.rpc("core.playback.get_state") == "playing"
+                 and self.rpc("core.playback.get_current_tl_track") is not None
+                 and self.rpc("core.playback.get_time_position") > 0)
 
     def write_nginx_config(self):
         d = self.path("nginx")

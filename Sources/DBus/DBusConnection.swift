@@ -1,0 +1,281 @@
+import CDBus
+import Glibc
+import Support
+import Synchronization
+
+public struct DBusFailure: Error, CustomStringConvertible, Sendable {
+    public let name: String
+    public let message: String
+    public var description: String { "\(message) (\(name))" }
+
+    init(_ err: inout CDBus.DBusError, fallback: String) {
+        if dbus_error_is_set(&err) != 0 {
+            name = err.name.map { String(cString: $0) } ?? "unknown"
+            message = err.message.map { String(cString: $0) } ?? fallback
+            dbus_error_free(&err)
+        } else {
+            name = "org.freedesktop.DBus.Error.Failed"
+            message = fallback
+        }
+    }
+
+    public init(name: String, message: String) {
+        self.name = name
+        self.message = message
+    }
+}
+
+/// One incoming method call, already unmarshalled.
+public struct MethodCall: Sendable {
+    public let path: String
+    public let interface: String?
+    public let member: String
+    public let sender: String?
+    public let signature: String
+    public let args: [DBusValue]
+
+    public init(path: String, interface: String?, member: String, sender: String?, signature: String, args: [DBusValue]) {
+        self.path = path; self.interface = interface; self.member = member
+        self.sender = sender; self.signature = signature; self.args = args
+    }
+}
+
+public enum MethodReply: Sendable {
+    case values([DBusValue])
+    case error(name: String, message: String)
+
+    public static let empty = MethodReply.values([])
+
+    public static func invalidArgs(_ message: String) -> MethodReply {
+        .error(name: "org.freedesktop.DBus.Error.InvalidArgs", message: message)
+    }
+}
+
+/// Handles calls to one object path. Called on the D-Bus thread: must not block.
+public protocol DBusObject: AnyObject, Sendable {
+    func handle(_ call: MethodCall) -> MethodReply
+}
+
+public enum NameRequest: Equatable, Sendable {
+    case primaryOwner
+    case taken
+}
+
+/// A private connection to a message bus and the thread ("dbus") that owns it.
+///
+/// Every libdbus call after `start()` runs on that thread: it sleeps in poll(2) on the bus socket
+/// and an eventfd, with no timeout, so an idle connection costs no wakeups. Other threads hand it
+/// work with `post`, which is how signals are emitted.
+public final class DBusConnection: @unchecked Sendable {
+    // The connection pointer is used by the creating thread until start(), then only by "dbus".
+    private let conn: OpaquePointer
+    var connectionPointer: OpaquePointer { conn }
+    private let wake = WakeFD()
+    private let jobs = Mutex<[@Sendable (DBusConnection) -> Void]>([])
+    private let objects = Mutex<[String: DBusObject]>([:])
+    private let running = Atomic<Bool>(false)
+    public let uniqueName: String
+
+    /// Connects to the bus at `address` (nil: the session bus of `DBUS_SESSION_BUS_ADDRESS`).
+    public init(address: String? = nil) throws(DBusFailure) {
+        _ = dbus_threads_init_default()
+        var err = CDBus.DBusError()
+        dbus_error_init(&err)
+        let c: OpaquePointer?
+        if let address {
+            c = dbus_connection_open_private(address, &err)
+            if let c, dbus_bus_register(c, &err) == 0 {
+                dbus_connection_close(c)
+                dbus_connection_unref(c)
+                throw DBusFailure(&err, fallback: "cannot register on the bus at \(address)")
+            }
+        } else {
+            c = dbus_bus_get_private(DBUS_BUS_SESSION, &err)
+        }
+        guard let c else { throw DBusFailure(&err, fallback: "cannot connect to the session bus") }
+        // libdbus would otherwise call _exit() when the bus goes away.
+        dbus_connection_set_exit_on_disconnect(c, 0)
+        conn = c
+        uniqueName = dbus_bus_get_unique_name(c).map { String(cString: $0) } ?? ""
+    }
+
+    deinit {
+        dbus_connection_close(conn)
+        dbus_connection_unref(conn)
+    }
+
+    /// Asks for a well-known name without queueing. Call before `start()`.
+    public func requestName(_ name: String) throws(DBusFailure) -> NameRequest {
+        var err = CDBus.DBusError()
+        dbus_error_init(&err)
+        let rc = dbus_bus_request_name(conn, name, 0x4 /* DBUS_NAME_FLAG_DO_NOT_QUEUE */, &err)
+        if rc < 0 { throw DBusFailure(&err, fallback: "cannot request the name \(name)") }
+        // 1 = primary owner, 4 = already owner; 2/3 = someone else has it.
+        return rc == 1 || rc == 4 ? .primaryOwner : .taken
+    }
+
+    public func register(path: String, object: DBusObject) {
+        objects.withLock { $0[path] = object }
+    }
+
+    /// Runs `job` on the D-Bus thread soon. Safe from any thread.
+    public func post(_ job: @escaping @Sendable (DBusConnection) -> Void) {
+        jobs.withLock { $0.append(job) }
+        wake.signal()
+    }
+
+    /// Emits a signal. Call on the D-Bus thread (inside `post`).
+    public func emitSignal(path: String, interface: String, member: String, args: [DBusValue]) {
+        guard let msg = dbus_message_new_signal(path, interface, member) else { return }
+        defer { dbus_message_unref(msg) }
+        Marshal.append(args, to: msg)
+        _ = dbus_connection_send(conn, msg, nil)
+    }
+
+    /// Starts the "dbus" thread. `onDisconnect` runs on it when the bus goes away.
+    public func start(onDisconnect: @escaping @Sendable () -> Void) {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let box = Unmanaged.passUnretained(self).toOpaque()
+        _ = dbus_connection_add_filter(conn, { _, msg, user in
+            guard let msg, let user else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+            return Unmanaged<DBusConnection>.fromOpaque(user).takeUnretainedValue().filter(msg)
+        }, box, nil)
+        startThread(name: "dbus") { [self] in
+            loop()
+            // Closing here releases the bus names now, whoever still holds this object.
+            dbus_connection_close(conn)
+            onDisconnect()
+        }
+    }
+
+    /// Stops the thread after it finishes what it is doing (queued signals are still sent).
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        wake.signal()
+    }
+
+    private func loop() {
+        var fd: Int32 = -1
+        _ = dbus_connection_get_unix_fd(conn, &fd)
+        while true {
+            while dbus_connection_dispatch(conn) == DBUS_DISPATCH_DATA_REMAINS {}
+            let pending = jobs.withLock { j -> [@Sendable (DBusConnection) -> Void] in
+                defer { j.removeAll() }
+                return j
+            }
+            for job in pending { job(self) }
+            dbus_connection_flush(conn)
+            if dbus_connection_get_is_connected(conn) == 0 { return }
+            if !running.load(ordering: .acquiring) { return }
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wake.fd, events: Int16(POLLIN), revents: 0)]
+            let n = poll(&fds, 2, -1)
+            if n < 0 && errno != EINTR { return }
+            if fds[1].revents != 0 { wake.drain() }
+            if fds[0].revents != 0 {
+                // Reads what arrived (and writes anything queued); returns false once disconnected.
+                if dbus_connection_read_write(conn, 0) == 0 { return }
+            }
+        }
+    }
+
+    /// Called by libdbus during dispatch, on the D-Bus thread.
+    private func filter(_ msg: OpaquePointer) -> DBusHandlerResult {
+        guard dbus_message_get_type(msg) == 1 /* DBUS_MESSAGE_TYPE_METHOD_CALL */ else {
+            return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+        }
+        let path = dbus_message_get_path(msg).map { String(cString: $0) } ?? ""
+        guard let object = objects.withLock({ $0[path] }) else { return DBUS_HANDLER_RESULT_NOT_YET_HANDLED }
+        let call = MethodCall(
+            path: path,
+            interface: dbus_message_get_interface(msg).map { String(cString: $0) },
+            member: dbus_message_get_member(msg).map { String(cString: $0) } ?? "",
+            sender: dbus_message_get_sender(msg).map { String(cString: $0) },
+            signature: dbus_message_get_signature(msg).map { String(cString: $0) } ?? "",
+            args: Marshal.read(msg))
+        let reply: OpaquePointer?
+        switch object.handle(call) {
+        case .values(let values):
+            reply = dbus_message_new_method_return(msg)
+            if let reply { Marshal.append(values, to: reply) }
+        case .error(let name, let message):
+            reply = dbus_message_new_error(msg, name, message)
+        }
+        if let reply {
+            if dbus_message_get_no_reply(msg) == 0 { _ = dbus_connection_send(conn, reply, nil) }
+            dbus_message_unref(reply)
+        }
+        return DBUS_HANDLER_RESULT_HANDLED
+    }
+}
+
+/// A signal received by a client connection.
+public struct ReceivedSignal: Sendable {
+    public let path: String
+    public let interface: String
+    public let member: String
+    public let sender: String?
+    public let args: [DBusValue]
+    /// Monotonic µs when it was read off the socket.
+    public let receivedUs: Int64
+}
+
+// Client use: a connection that is not `start()`ed, driven by the calling thread.
+extension DBusConnection {
+    /// Calls a method and waits for the reply. Only on a connection that was not started.
+    public func call(destination: String, path: String, interface: String, member: String,
+                     args: [DBusValue] = [], timeoutMs: Int32 = 5000) throws(DBusFailure) -> [DBusValue]
+    {
+        guard let msg = dbus_message_new_method_call(destination, path, interface, member) else {
+            throw DBusFailure(name: "org.freedesktop.DBus.Error.NoMemory", message: "cannot build the call")
+        }
+        defer { dbus_message_unref(msg) }
+        Marshal.append(args, to: msg)
+        var err = CDBus.DBusError()
+        dbus_error_init(&err)
+        guard let reply = dbus_connection_send_with_reply_and_block(connectionPointer, msg, timeoutMs, &err) else {
+            throw DBusFailure(&err, fallback: "\(member) on \(destination) failed")
+        }
+        defer { dbus_message_unref(reply) }
+        return Marshal.read(reply)
+    }
+
+    /// Subscribes to signals matching `rule` (e.g. "type='signal',sender='…'").
+    public func addMatch(_ rule: String) throws(DBusFailure) {
+        var err = CDBus.DBusError()
+        dbus_error_init(&err)
+        dbus_bus_add_match(connectionPointer, rule, &err)
+        if dbus_error_is_set(&err) != 0 { throw DBusFailure(&err, fallback: "bad match rule") }
+    }
+
+    /// The next signal within `timeoutMs`, or nil. Other messages, and the bus daemon's own
+    /// signals to this connection (NameAcquired, NameLost), are dropped.
+    public func nextSignal(timeoutMs: Int) -> ReceivedSignal? {
+        let deadline = monotonicMs() + timeoutMs
+        while true {
+            if let msg = dbus_connection_pop_message(connectionPointer) {
+                defer { dbus_message_unref(msg) }
+                let fromBus = dbus_message_get_sender(msg).map { String(cString: $0) } == "org.freedesktop.DBus"
+                if dbus_message_get_type(msg) == 4 /* DBUS_MESSAGE_TYPE_SIGNAL */ && !fromBus {
+                    return ReceivedSignal(
+                        path: dbus_message_get_path(msg).map { String(cString: $0) } ?? "",
+                        interface: dbus_message_get_interface(msg).map { String(cString: $0) } ?? "",
+                        member: dbus_message_get_member(msg).map { String(cString: $0) } ?? "",
+                        sender: dbus_message_get_sender(msg).map { String(cString: $0) },
+                        args: Marshal.read(msg), receivedUs: monotonicUs())
+                }
+                continue
+            }
+            let left = deadline - monotonicMs()
+            if left <= 0 { return nil }
+            if dbus_connection_read_write(connectionPointer, Int32(left)) == 0 { return nil }
+        }
+    }
+
+    /// The unique name that owns `name` now, or nil.
+    public func owner(of name: String) -> String? {
+        let r = try? call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                          interface: "org.freedesktop.DBus", member: "GetNameOwner", args: [.string(name)])
+        return r?.first?.stringValue
+    }
+}

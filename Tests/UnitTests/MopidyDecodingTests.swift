@@ -1,0 +1,80 @@
+@testable import Mopidy
+import XCTest
+
+final class MopidyDecodingTests: XCTestCase {
+    // Captured from the rig's Mopidy 3.4 (file backend, two artists in the order Mopidy sent them).
+    static let started = #"{"event": "track_playback_started", "tl_track": {"__model__": "TlTrack", "tlid": 2, "track": {"__model__": "Track", "uri": "file:///tmp/rig/music/Rig%20Sessions/02-duet.flac", "name": "Duet in A", "artists": [{"__model__": "Artist", "name": "Alan Turing"}, {"__model__": "Artist", "name": "Ada Lovelace"}], "album": {"__model__": "Album", "name": "Rig Sessions", "artists": [{"__model__": "Artist", "name": "Groove Test Band"}], "date": "2024-05-01"}, "genre": "Test", "track_no": 2, "disc_no": 1, "date": "2024-05-01", "length": 30000, "bitrate": 0}}}"#
+
+    func testTrackPlaybackStarted() throws {
+        guard case .trackPlaybackStarted(let tl)? = try MopidyEvent.decode(Self.started) else { return XCTFail() }
+        XCTAssertEqual(tl.tlid, 2)
+        XCTAssertEqual(tl.track.name, "Duet in A")
+        XCTAssertEqual(tl.track.artists, ["Alan Turing", "Ada Lovelace"])
+        XCTAssertEqual(tl.track.albumArtists, ["Groove Test Band"])
+        XCTAssertEqual(tl.track.lengthMs, 30000)
+        XCTAssertEqual(tl.track.trackNumber, 2)
+    }
+
+    func testEveryCoreEvent() throws {
+        let cases: [(String, MopidyEvent)] = [
+            (#"{"event":"playback_state_changed","old_state":"playing","new_state":"paused"}"#, .playbackStateChanged(old: .playing, new: .paused)),
+            (#"{"event":"volume_changed","volume":42}"#, .volumeChanged(42)),
+            (#"{"event":"mute_changed","mute":true}"#, .muteChanged(true)),
+            (#"{"event":"seeked","time_position":12345}"#, .seeked(positionMs: 12345)),
+            (#"{"event":"stream_title_changed","title":"Live – 東京"}"#, .streamTitleChanged("Live – 東京")),
+            (#"{"event":"tracklist_changed"}"#, .tracklistChanged),
+            (#"{"event":"options_changed"}"#, .optionsChanged),
+            (#"{"event":"playlists_loaded"}"#, .playlistsLoaded),
+            (#"{"event":"playlist_changed","playlist":{}}"#, .playlistChanged),
+            (#"{"event":"track_playback_paused","tl_track":null,"time_position":5}"#, .trackPlaybackPaused(nil, positionMs: 5)),
+            (#"{"event":"some_future_event"}"#, .other("some_future_event")),
+        ]
+        for (text, expected) in cases { XCTAssertEqual(try MopidyEvent.decode(text), expected, text) }
+        XCTAssertNil(try MopidyEvent.decode(#"{"jsonrpc":"2.0","id":1,"result":null}"#))
+    }
+
+    func testMistypedAndMissingFieldsAreLenient() throws {
+        // Numbers as strings, a null length, no artists: still a track.
+        let t = Track(json: try JSON.parse(#"{"uri":"x:1","name":"N","track_no":"7","length":null,"artists":[{"name":5},{"name":"A"}]}"#))
+        XCTAssertEqual(t?.trackNumber, 7)
+        XCTAssertNil(t?.lengthMs)
+        XCTAssertEqual(t?.artists, ["A"])
+        XCTAssertNil(Track(json: try JSON.parse(#"{"name":"no uri"}"#)))
+        XCTAssertThrowsError(try MopidyEvent.decode(#"{"event":"volume_changed","volume":"loud"}"#))
+        XCTAssertThrowsError(try MopidyEvent.decode(#"{"event":"track_playback_started"}"#))
+        XCTAssertThrowsError(try MopidyEvent.decode("<html>502 Bad Gateway</html>"))
+        XCTAssertThrowsError(try MopidyEvent.decode(#"[1,2]"#))
+    }
+
+    func testJSONParserStrictness() throws {
+        XCTAssertEqual(try JSON.parse(#" {"a":[1,2.5,-3e2,true,false,null,"\u00e9\ud83c\udfb5\n"]} "#),
+                       .object(["a": .array([.number(1), .number(2.5), .number(-300), .bool(true), .bool(false), .null, .string("é🎵\n")])]))
+        for bad in ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\u{01}\"", "tru", "[1] x", "\"\\x\""] {
+            XCTAssertThrowsError(try JSON.parse(bad), bad)
+        }
+        XCTAssertThrowsError(try JSON.parse([0x22, 0xC3, 0x28, 0x22]), "invalid UTF-8")
+        XCTAssertThrowsError(try JSON.parse(String(repeating: "[", count: 100) + String(repeating: "]", count: 100)))
+        XCTAssertEqual(try JSON.parse("\"\\ud800\""), .string("\u{FFFD}"))
+        let round = JSON.object(["k": .string("q\"\\\n\u{1}"), "n": .number(3), "f": .number(0.5)])
+        XCTAssertEqual(try JSON.parse(round.serialized()), round)
+    }
+
+    func testRPCErrorSnippetAndEndpoints() {
+        XCTAssertEqual(MopidyEndpoints.groove(host: "::1").rpcURL, "http://[::1]:8180/api/mopidy/rpc")
+        XCTAssertEqual(MopidyEndpoints.plain(host: "127.0.0.1").wsURL, "ws://127.0.0.1:6680/mopidy/ws")
+        XCTAssertEqual(MopidyEndpoints.groove(host: "127.0.0.1").httpBase, "http://127.0.0.1:8180")
+        XCTAssertEqual(MopidyClient.snippet(Array("<html>\n<b>502</b>".utf8)), "<html> <b>502</b>")
+    }
+
+    func testSeededRandomEventsNeverCrash() {
+        var rng = SplitMix64(seed: 42)
+        let alphabet = Array(#"{}[]":,0123456789.-eEtrufalsn \"event\" track_playback_started tl_track"#.utf8)
+        var decoded = 0
+        for _ in 0..<20_000 {
+            let n = Int(rng.next() % 48)
+            let bytes = (0..<n).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }
+            if let j = try? JSON.parse(bytes) { decoded += 1; _ = try? MopidyEvent.decode(j) }
+        }
+        XCTAssertGreaterThan(decoded, 0)
+    }
+}
