@@ -19,9 +19,10 @@ let package = Package(
         .target(name: "Mopidy", dependencies: ["Support", "Net"]),
         .target(name: "DBus", dependencies: ["Support", "CDBus"]),
         .target(name: "MPRIS", dependencies: ["Support", "DBus"]),
-        .executableTarget(name: "groove-bridge", dependencies: ["Support", "Mopidy"]),
+        .target(name: "Bridge", dependencies: ["Support", "MPRIS", "Mopidy"]),
+        .executableTarget(name: "groove-bridge", dependencies: ["Support", "Net", "DBus", "MPRIS", "Mopidy", "Bridge"]),
 
-        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS"]),
+        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Bridge"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Bridge"]),
     ]
 )

@@ -1,0 +1,64 @@
+@testable import Bridge
+import MPRIS
+import Mopidy
+import XCTest
+
+final class ServerStateTests: XCTestCase {
+    func tl(_ id: Int, _ artists: [String] = ["A"], uri: String = "local:track:1") -> TlTrack {
+        TlTrack(tlid: id, track: Track(uri: uri, name: "T\(id)", artists: artists, lengthMs: 30_000))
+    }
+
+    func testMappingToMPRIS() {
+        var s = ServerState()
+        s.connected = true
+        s.setCurrent(tl(4))
+        s.state = .paused
+        s.volume = 42
+        s.repeatOn = true
+        s.single = true
+        s.nextTlid = nil
+        let p = s.playerState()
+        XCTAssertEqual(p.playbackStatus, .paused)
+        XCTAssertEqual(p.volume, 0.42, accuracy: 1e-9)
+        XCTAssertEqual(p.loopStatus, .track)
+        XCTAssertEqual(p.metadata.trackID, TrackMetadata.trackID(tlid: 4))
+        XCTAssertEqual(p.metadata.lengthUs, 30_000_000)
+        XCTAssertTrue(p.canGoNext, "repeat on: always a next track")
+        XCTAssertTrue(p.canSeek)
+        s.repeatOn = false
+        XCTAssertEqual(s.playerState().loopStatus, .none)
+        XCTAssertFalse(s.playerState().canGoNext)
+    }
+
+    func testDisconnectedMeansNoControlsThatNeedMopidy() {
+        var s = ServerState()
+        s.setCurrent(tl(1))
+        s.nextTlid = 2
+        let p = s.playerState()
+        XCTAssertFalse(p.canGoNext)
+        XCTAssertFalse(p.canSeek)
+        XCTAssertTrue(p.canPlay, "GNOME hides players whose CanPlay is false")
+        XCTAssertEqual(ServerState().playerState().metadata, .none)
+    }
+
+    func testArtistOrderFromAnUnorderedBackendDoesNotFlicker() {
+        var s = ServerState()
+        s.setCurrent(tl(2, ["Ada", "Alan"]))
+        s.setCurrent(tl(2, ["Alan", "Ada"]))
+        XCTAssertEqual(s.current?.track.artists, ["Ada", "Alan"])
+        s.setCurrent(tl(3, ["Alan", "Ada"], uri: "local:track:2"))
+        XCTAssertEqual(s.current?.track.artists, ["Alan", "Ada"], "a new track takes its own order")
+    }
+
+    func testNewTrackDropsStreamTitleAndArt() {
+        var s = ServerState()
+        s.setCurrent(tl(1))
+        s.streamTitle = "Live"
+        s.artURL = "file:///a.jpg"
+        s.setCurrent(tl(1))
+        XCTAssertEqual(s.playerState().metadata.title, "Live")
+        s.setCurrent(tl(2, uri: "local:track:2"))
+        XCTAssertEqual(s.playerState().metadata.title, "T2")
+        XCTAssertNil(s.playerState().metadata.artURL)
+    }
+}
