@@ -19,10 +19,11 @@ let package = Package(
         .target(name: "Mopidy", dependencies: ["Support", "Net"]),
         .target(name: "DBus", dependencies: ["Support", "CDBus"]),
         .target(name: "MPRIS", dependencies: ["Support", "DBus"]),
-        .target(name: "Bridge", dependencies: ["Support", "MPRIS", "Mopidy"]),
+        .target(name: "Audio", dependencies: ["Support", "Net", "CFLAC", "CPulse"]),
+        .target(name: "Bridge", dependencies: ["Support", "MPRIS", "Mopidy", "Audio"]),
         .executableTarget(name: "groove-bridge", dependencies: ["Support", "Net", "DBus", "MPRIS", "Mopidy", "Bridge"]),
 
-        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Bridge"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Bridge"]),
+        .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),
     ]
 )

@@ -64,48 +64,26 @@ public struct Backoff: Sendable {
 }
 
 /// A sleep that another thread can cut short (for shutdown and "reconnect now").
-public final class Waker: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var cond = pthread_cond_t()
-    private var woken = false
+public final class Waker: Sendable {
+    private let monitor = Monitor()
+    nonisolated(unsafe) private var woken = false  // guarded by monitor
 
-    public init() {
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(&cond, &attr)
-        pthread_condattr_destroy(&attr)
-        pthread_mutex_init(&mutex, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(&cond)
-        pthread_mutex_destroy(&mutex)
-    }
+    public init() {}
 
     /// Sleeps up to `ms`; returns true when woken early.
     @discardableResult
     public func sleep(ms: Int) -> Bool {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        let ns = ts.tv_nsec + (ms % 1000) * 1_000_000
-        ts.tv_sec += ms / 1000 + ns / 1_000_000_000
-        ts.tv_nsec = ns % 1_000_000_000
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        while !woken {
-            if pthread_cond_timedwait(&cond, &mutex, &ts) == ETIMEDOUT { break }
+        let deadline = monotonicMs() + ms
+        return monitor.withLock {
+            while !woken && monitor.wait(deadlineMs: deadline) {}
+            defer { woken = false }
+            return woken
         }
-        let was = woken
-        woken = false
-        return was
     }
 
     public func wake() {
-        pthread_mutex_lock(&mutex)
-        woken = true
-        pthread_cond_broadcast(&cond)
-        pthread_mutex_unlock(&mutex)
+        monitor.withLock { woken = true }
+        monitor.broadcast()
     }
 }
 

@@ -1,0 +1,71 @@
+import Support
+
+/// A bounded FIFO of bytes between the network thread (producer) and the decoder thread
+/// (consumer). The producer blocks while it is full, so memory stays bounded whatever the
+/// network does; either side can end it. Thread-safe.
+public final class ByteRing: @unchecked Sendable {
+    public enum ReadResult: Equatable { case bytes(Int), timedOut, ended }
+
+    public let capacity: Int
+    private let monitor = Monitor()
+    private var storage: [UInt8]
+    private var head = 0
+    private var count = 0
+    private var producerDone = false
+    private var cancelled = false
+    private(set) public var totalWritten = 0
+
+    public init(capacity: Int) {
+        self.capacity = capacity
+        storage = [UInt8](repeating: 0, count: capacity)
+    }
+
+    public var fill: Int { monitor.withLock { count } }
+
+    /// Appends all of `bytes`, waiting for room. False when the ring was cancelled.
+    public func write(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var offset = 0
+        return monitor.withLock {
+            while offset < bytes.count {
+                while count == capacity && !cancelled { monitor.wait(deadlineMs: nil) }
+                if cancelled { return false }
+                let tail = (head + count) % capacity
+                let n = min(bytes.count - offset, capacity - count, capacity - tail)
+                storage.withUnsafeMutableBytes { dst in
+                    dst.baseAddress!.advanced(by: tail).copyMemory(from: bytes.baseAddress!.advanced(by: offset), byteCount: n)
+                }
+                count += n
+                offset += n
+                totalWritten += n
+                monitor.broadcast()
+            }
+            return true
+        }
+    }
+
+    /// Reads up to `into.count` bytes, waiting until `deadlineMs` (nil: forever) for some.
+    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil) -> ReadResult {
+        monitor.withLock {
+            while count == 0 && !producerDone && !cancelled {
+                if !monitor.wait(deadlineMs: deadlineMs) && count == 0 { return .timedOut }
+            }
+            if cancelled || count == 0 { return .ended }
+            let n = min(into.count, count, capacity - head)
+            storage.withUnsafeBytes { src in
+                into.baseAddress!.copyMemory(from: src.baseAddress!.advanced(by: head), byteCount: n)
+            }
+            head = (head + n) % capacity
+            count -= n
+            monitor.broadcast()
+            return .bytes(n)
+        }
+    }
+
+    /// The producer is done: the consumer gets what is left, then `.ended`.
+    public func finish() { monitor.withLock { producerDone = true; monitor.broadcast() } }
+
+    /// Ends both sides now; buffered bytes are dropped.
+    public func cancel() { monitor.withLock { cancelled = true; count = 0; monitor.broadcast() } }
+
+    public var isCancelled: Bool { monitor.withLock { cancelled } }
+}

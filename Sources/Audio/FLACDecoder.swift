@@ -1,0 +1,156 @@
+import CFLAC
+
+/// The sample format of decoded audio, from each frame's own header (a stream joined mid-way
+/// has no STREAMINFO, so the frame is the only source).
+public struct AudioFormat: Equatable, Sendable, CustomStringConvertible {
+    public var sampleRate: Int
+    public var channels: Int
+    public var bitsPerSample: Int
+
+    public init(sampleRate: Int, channels: Int, bitsPerSample: Int) {
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.bitsPerSample = bitsPerSample
+    }
+
+    /// Bytes per sample in the sink: 16-bit stays 16, anything wider is sent as 32-bit.
+    public var sinkBytesPerSample: Int { bitsPerSample <= 16 ? 2 : 4 }
+    public var sinkBytesPerFrame: Int { sinkBytesPerSample * channels }
+
+    public func milliseconds(frames: Int) -> Int { sampleRate > 0 ? frames * 1000 / sampleRate : 0 }
+
+    public var description: String { "FLAC \(bitsPerSample)-bit \(sampleRate) Hz \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) ch")" }
+}
+
+/// One decoded FLAC frame, valid only during the callback.
+public struct DecodedFrame {
+    public let format: AudioFormat
+    public let samples: Int
+    /// `channels` pointers to `samples` Int32 each (libFLAC's planar buffers).
+    public let planes: UnsafePointer<UnsafePointer<Int32>?>
+}
+
+public enum DecoderInput {
+    case bytes(Int)
+    case end
+}
+
+/// libFLAC's stream decoder through read callbacks only (no seek/tell/length: it is a live
+/// stream). The only user of libFLAC. Not thread-safe: the decoder thread owns it.
+final class FLACDecoder {
+    enum Container { case native, ogg }
+
+    enum Outcome: Equatable {
+        /// The input ended (`read` returned `.end`).
+        case ended
+        /// The frame consumer asked to stop.
+        case stopped
+        /// libFLAC gave up (memory, or an unrecoverable state).
+        case failed(String)
+    }
+
+    private let decoder: UnsafeMutablePointer<FLAC__StreamDecoder>
+    private let read: (UnsafeMutableRawBufferPointer) -> DecoderInput
+    private let frame: (DecodedFrame) -> Bool
+    private let corruption: () -> Void
+    private var consumerStopped = false
+
+    init?(container: Container, read: @escaping (UnsafeMutableRawBufferPointer) -> DecoderInput,
+          frame: @escaping (DecodedFrame) -> Bool, corruption: @escaping () -> Void)
+    {
+        guard let d = FLAC__stream_decoder_new() else { return nil }
+        decoder = d
+        self.read = read
+        self.frame = frame
+        self.corruption = corruption
+        // Bit-exactness is checked by the frame CRCs; MD5 needs the whole stream, which a live
+        // stream never has.
+        FLAC__stream_decoder_set_md5_checking(d, 0)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        let status: FLAC__StreamDecoderInitStatus
+        switch container {
+        case .native:
+            status = FLAC__stream_decoder_init_stream(d, flacRead, nil, nil, nil, nil, flacWrite, nil, flacError, me)
+        case .ogg:
+            status = FLAC__stream_decoder_init_ogg_stream(d, flacRead, nil, nil, nil, nil, flacWrite, nil, flacError, me)
+        }
+        guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else {
+            FLAC__stream_decoder_delete(d)
+            return nil
+        }
+    }
+
+    deinit {
+        FLAC__stream_decoder_finish(decoder)
+        FLAC__stream_decoder_delete(decoder)
+    }
+
+    /// Decodes until the input ends or the consumer stops.
+    func run() -> Outcome {
+        while true {
+            let ok = FLAC__stream_decoder_process_single(decoder) != 0
+            if consumerStopped { return .stopped }
+            let state = FLAC__stream_decoder_get_state(decoder)
+            if state == FLAC__STREAM_DECODER_END_OF_STREAM || state == FLAC__STREAM_DECODER_ABORTED { return .ended }
+            if !ok {
+                if state == FLAC__STREAM_DECODER_OGG_ERROR || state == FLAC__STREAM_DECODER_SEEK_ERROR {
+                    // Recoverable for a live stream: start over on the following bytes.
+                    _ = FLAC__stream_decoder_flush(decoder)
+                    continue
+                }
+                return .failed(String(cString: FLAC__StreamDecoderStateString(state: state)))
+            }
+        }
+    }
+
+    fileprivate func onRead(_ buffer: UnsafeMutablePointer<UInt8>, _ bytes: UnsafeMutablePointer<Int>) -> FLAC__StreamDecoderReadStatus {
+        switch read(UnsafeMutableRawBufferPointer(start: buffer, count: bytes.pointee)) {
+        case .bytes(let n):
+            bytes.pointee = n
+            return FLAC__STREAM_DECODER_READ_STATUS_CONTINUE
+        case .end:
+            bytes.pointee = 0
+            return FLAC__STREAM_DECODER_READ_STATUS_END_OF_STREAM
+        }
+    }
+
+    fileprivate func onWrite(_ f: UnsafePointer<FLAC__Frame>, _ planes: UnsafePointer<UnsafePointer<Int32>?>) -> FLAC__StreamDecoderWriteStatus {
+        let h = f.pointee.header
+        let format = AudioFormat(sampleRate: Int(h.sample_rate), channels: Int(h.channels), bitsPerSample: Int(h.bits_per_sample))
+        guard frame(DecodedFrame(format: format, samples: Int(h.blocksize), planes: planes)) else {
+            consumerStopped = true
+            return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
+        }
+        return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
+    }
+
+    fileprivate func onError(_ status: FLAC__StreamDecoderErrorStatus) {
+        // LOST_SYNC is expected when joining mid-stream or after corrupt bytes: libFLAC
+        // resyncs on the next frame header by itself.
+        // A frame whose CRC fails is output as silence by libFLAC.
+        _ = status
+        corruption()
+    }
+}
+
+private func decoderOf(_ client: UnsafeMutableRawPointer?) -> FLACDecoder {
+    Unmanaged<FLACDecoder>.fromOpaque(client!).takeUnretainedValue()
+}
+
+private let flacRead: FLAC__StreamDecoderReadCallback = { _, buffer, bytes, client in
+    decoderOf(client).onRead(buffer!, bytes!)
+}
+
+private let flacWrite: FLAC__StreamDecoderWriteCallback = { _, frame, buffer, client in
+    decoderOf(client).onWrite(frame!, buffer!)
+}
+
+private let flacError: FLAC__StreamDecoderErrorCallback = { _, status, client in
+    decoderOf(client).onError(status)
+}
+
+func FLAC__StreamDecoderStateString(state: FLAC__StreamDecoderState) -> UnsafePointer<CChar> {
+    withUnsafePointer(to: FLAC__StreamDecoderStateString) { table in
+        table.withMemoryRebound(to: UnsafePointer<CChar>.self, capacity: 10) { $0[Int(state.rawValue)] }
+    }
+}

@@ -1,0 +1,67 @@
+import CPulse
+@preconcurrency import Glibc
+
+public struct SinkError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
+}
+
+/// A PulseAudio (or PipeWire-pulse) playback stream through the simple API. The only user of
+/// libpulse. Not thread-safe: the decoder thread owns it. Frees the stream in `deinit`.
+public final class PulseSink {
+    let format: AudioFormat
+    private let simple: OpaquePointer
+
+    /// Desktop mixers show the stream as "Groove Audio" with the music role. pa_simple takes no
+    /// property list, but libpulse adds PULSE_PROP_* environment variables to every client's.
+    /// setenv is not thread-safe against getenv: call this at start-up, before any thread.
+    public static func prepareEnvironment() {
+        setenv("PULSE_PROP_media.role", "music", 0)
+        setenv("PULSE_PROP_application.icon_name", "groove-bridge", 0)
+        setenv("PULSE_PROP_application.id", "groove-bridge", 0)
+    }
+
+    /// `sink`: a sink name (nil: PULSE_SINK or the default). `targetLatencyMs`: the server-side
+    /// buffer; ~200 ms avoids losing audio when writing resumes after a gap.
+    init(format: AudioFormat, server: String?, sink: String?, targetLatencyMs: Int = 200) throws(SinkError) {
+        self.format = format
+        var spec = pa_sample_spec()
+        spec.format = format.sinkBytesPerSample == 2 ? PA_SAMPLE_S16LE : PA_SAMPLE_S32LE
+        spec.rate = UInt32(format.sampleRate)
+        spec.channels = UInt8(clamping: format.channels)
+        var attr = pa_buffer_attr()
+        attr.maxlength = UInt32.max
+        attr.tlength = UInt32(format.sampleRate * format.sinkBytesPerFrame * targetLatencyMs / 1000)
+        attr.prebuf = UInt32.max
+        attr.minreq = UInt32.max
+        attr.fragsize = UInt32.max
+        var err: Int32 = 0
+        guard let s = pa_simple_new(server, "Groove Audio", PA_STREAM_PLAYBACK, sink, "Groove Audio stream",
+                                    &spec, nil, &attr, &err) else {
+            throw SinkError(message: "cannot open the sound output\(sink.map { " '\($0)'" } ?? ""): \(String(cString: pa_strerror(err)))")
+        }
+        simple = s
+    }
+
+    deinit { pa_simple_free(simple) }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(SinkError) {
+        var err: Int32 = 0
+        if pa_simple_write(simple, bytes.baseAddress, bytes.count, &err) < 0 {
+            throw SinkError(message: "sound output failed: \(String(cString: pa_strerror(err)))")
+        }
+    }
+
+    /// Drops what is buffered, so output stops now.
+    func flush() {
+        var err: Int32 = 0
+        _ = pa_simple_flush(simple, &err)
+    }
+
+    /// Audio written but not yet heard, in microseconds.
+    func latencyUs() -> Int {
+        var err: Int32 = 0
+        let l = pa_simple_get_latency(simple, &err)
+        return l == UInt64.max ? 0 : Int(clamping: l)
+    }
+}

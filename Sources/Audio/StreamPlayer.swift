@@ -1,0 +1,578 @@
+import Net
+import Support
+
+public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
+    case stopped
+    case connecting
+    case buffering
+    case playing
+    case paused
+    case reconnecting(inMs: Int, reason: String)
+    /// A problem that waiting will not fix by itself (wrong password, not FLAC, no such mount);
+    /// retried slowly all the same, in case the server is fixed.
+    case failed(reason: String, retryInMs: Int)
+
+    public var description: String {
+        switch self {
+        case .stopped: return "stopped"
+        case .connecting: return "connecting"
+        case .buffering: return "buffering"
+        case .playing: return "playing"
+        case .paused: return "paused"
+        case .reconnecting(let ms, let r): return "reconnecting in \(Double(ms) / 1000) s: \(r)"
+        case .failed(let r, let ms): return "failed: \(r) (retrying in \(ms / 1000) s)"
+        }
+    }
+}
+
+/// What the player reports about itself.
+public struct StreamFigures: Sendable, Equatable {
+    public var format: AudioFormat? = nil
+    /// Decoded audio not yet heard: the join buffer plus the sound server's buffer.
+    public var bufferedMs = 0
+    /// Audio dropped from Icecast's connect burst to play close to live, at the last join.
+    public var skippedAtJoinMs = 0
+    public var bytesReceived = 0
+    public var samplesDecoded = 0
+    public var reconnects = 0
+    public var lostSync = 0
+    public var lastError: String? = nil
+    public init() {}
+}
+
+public protocol StreamPlayerDelegate: AnyObject, Sendable {
+    /// Called on one of the player's threads; hand the work on.
+    func streamPlayer(statusChanged status: StreamStatus)
+}
+
+public struct StreamConfig: Sendable {
+    public var url: String
+    public var user: String?
+    public var password: String?
+    /// PulseAudio sink name; nil: PULSE_SINK or the server's default.
+    public var sink: String?
+    /// PulseAudio server; nil: PULSE_SERVER or the session's.
+    public var pulseServer: String? = nil
+    public var ringBytes = 512 * 1024
+    /// Audio kept when joining (the rest of Icecast's burst is dropped): enough to ride out the
+    /// gaps between Ogg pages and network jitter.
+    public var joinBufferMs = 500
+    public var stallSeconds = 8
+    /// Wrong password, not FLAC, no such mount: retried this slowly.
+    public var slowRetryMs = 30_000
+
+    public init(url: String, user: String? = nil, password: String? = nil, sink: String? = nil) {
+        self.url = url
+        self.user = user
+        self.password = password
+        self.sink = sink
+    }
+}
+
+/// Plays an Icecast FLAC stream: libcurl → byte ring → libFLAC → PulseAudio. Two threads:
+/// "stream-http" connects and reconnects, "decoder" decodes and writes to the sink. Every
+/// method is thread-safe and returns at once.
+public final class StreamPlayer: @unchecked Sendable {
+    public let config: StreamConfig
+    private weak var delegate: StreamPlayerDelegate?
+    private let monitor = Monitor()
+    // Guarded by `monitor`:
+    private var wanted = false
+    private var wantedStatus: StreamStatus = .stopped
+    private var generation = 0
+    /// The connection being made or played (cancelled by play/pause/stop).
+    private var current: Session? = nil
+    /// Connections with data, in order, for the decoder thread.
+    private var handoff: [Session] = []
+    private var status: StreamStatus = .stopped
+    private var figures = StreamFigures()
+    private var volume = 1.0
+    private var started = false
+
+    public init(config: StreamConfig, delegate: StreamPlayerDelegate?) {
+        self.config = config
+        self.delegate = delegate
+    }
+
+    // MARK: - Control
+
+    /// Connects (or reconnects at the live edge) and plays.
+    public func play() { control(wanted: true, status: .connecting) }
+
+    /// Stops the output at once (what is buffered is dropped) and disconnects.
+    public func pause() { control(wanted: false, status: .paused) }
+
+    public func stop() { control(wanted: false, status: .stopped) }
+
+    /// Software volume, 0.0–1.0, applied to the samples (for `volume = local`).
+    public func setVolume(_ v: Double) { monitor.withLock { volume = min(1, max(0, v)) } }
+
+    /// Drops the current connection and connects again now (e.g. the password changed).
+    public func reconnect() {
+        let playing = monitor.withLock { wanted }
+        if playing { control(wanted: true, status: .connecting) }
+    }
+
+    public var currentStatus: StreamStatus { monitor.withLock { status } }
+    public var currentFigures: StreamFigures { monitor.withLock { figures } }
+
+    private func control(wanted w: Bool, status s: StreamStatus) {
+        let old = monitor.withLock { () -> Session? in
+            if !started {
+                started = true
+                startThread(name: "stream-http") { [self] in networkLoop() }
+                startThread(name: "decoder") { [self] in decoderLoop() }
+            }
+            wanted = w
+            wantedStatus = s
+            generation += 1
+            let old = current
+            current = nil
+            monitor.broadcast()
+            return old
+        }
+        // Ends the old connection on both threads: the decoder stops writing within one
+        // 20 ms piece and flushes the sink; libcurl aborts at its next callback.
+        old?.ring.cancel()
+        if !w { setStatus(s) }
+    }
+
+    private func setStatus(_ s: StreamStatus) {
+        let changed = monitor.withLock { () -> Bool in
+            guard status != s else { return false }
+            status = s
+            return true
+        }
+        if changed {
+            Log.debug("stream: \(s)")
+            delegate?.streamPlayer(statusChanged: s)
+        }
+    }
+
+    private func note(error: String) { monitor.withLock { figures.lastError = Log.scrub(error) } }
+
+    // MARK: - Network thread
+
+    /// One connection's hand-off from the network thread to the decoder thread.
+    final class Session: @unchecked Sendable {
+        let ring: ByteRing
+        let generation: Int
+        let url: String
+        // Written by the network thread before the first byte reaches the ring.
+        var contentType: String? = nil
+        var handedOver = false
+        // Written by the decoder thread; read by the network thread when the transfer ends.
+        private let lock = Monitor()
+        private var _failure: String? = nil
+        private var _playedMs = 0
+        private var _decoderDone = false
+        init(ring: ByteRing, generation: Int, url: String) {
+            self.ring = ring
+            self.generation = generation
+            self.url = url
+        }
+        var failure: String? { lock.withLock { _failure } }
+        func fail(_ reason: String) {
+            lock.withLock { _failure = reason }
+            ring.cancel()
+        }
+        var playedMs: Int { lock.withLock { _playedMs } }
+        func decoderFinished() { lock.withLock { _decoderDone = true; lock.broadcast() } }
+        /// Waits until the decoder has used up this connection's bytes (or `deadlineMs`).
+        func waitForDecoder(deadlineMs: Int) {
+            lock.withLock { while !_decoderDone { if !lock.wait(deadlineMs: deadlineMs) { return } } }
+        }
+        func addPlayed(_ ms: Int) { lock.withLock { _playedMs += ms } }
+    }
+
+    private final class Transfer: StreamingGetDelegate {
+        let player: StreamPlayer
+        let session: Session
+        init(player: StreamPlayer, session: Session) {
+            self.player = player
+            self.session = session
+        }
+        func streamResponse(status: Int, contentType: String?) -> Bool {
+            session.contentType = contentType
+            session.handedOver = true
+            player.monitor.withLock { player.handoff.append(session); player.monitor.broadcast() }
+            return true
+        }
+        func streamData(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            player.monitor.withLock { player.figures.bytesReceived += bytes.count }
+            return session.ring.write(bytes)
+        }
+        func streamShouldAbort() -> Bool { session.ring.isCancelled }
+    }
+
+    private func networkLoop() {
+        let get = StreamingGet()
+        var backoff = Backoff()
+        let url = redactedURL(config.url)
+        var options = StreamingGet.Options(user: config.user, password: config.password)
+        options.stallSeconds = config.stallSeconds
+        while true {
+            let gen = monitor.withLock { () -> Int in
+                while !wanted { monitor.wait(deadlineMs: nil) }
+                return generation
+            }
+            setStatus(.connecting)
+            let s = Session(ring: ByteRing(capacity: config.ringBytes), generation: gen, url: url)
+            let superseded = monitor.withLock { () -> Bool in
+                guard generation == gen else { return true }
+                current = s
+                return false
+            }
+            if superseded { continue }
+            let end = get.perform(url: config.url, options: options, delegate: Transfer(player: self, session: s))
+            s.ring.finish()
+            // Judge the end only once the decoder has seen every byte: a short reply (an HTML
+            // page) is "not FLAC", not "the server ended the stream". Buffered audio plays out.
+            if s.handedOver { s.waitForDecoder(deadlineMs: monotonicMs() + 30_000) }
+            let (stillWanted, sameGen) = monitor.withLock { (wanted, generation == gen) }
+            guard stillWanted && sameGen else { continue }
+            if s.playedMs >= 10_000 { backoff.reset() }
+            let next: StreamStatus
+            if let failure = s.failure {
+                next = .failed(reason: failure, retryInMs: config.slowRetryMs)
+            } else {
+                switch end {
+                case .httpStatus(401), .httpStatus(403):
+                    let who = config.user.map { " for user '\($0)'" } ?? ""
+                    let code = { if case .httpStatus(let c) = end { return c }; return 0 }()
+                    next = .failed(reason: "stream refused the password\(who) at \(url) (HTTP \(code))", retryInMs: config.slowRetryMs)
+                case .httpStatus(404):
+                    next = .failed(reason: "no stream at \(url) (HTTP 404)", retryInMs: max(backoff.nextDelayMs(), 5000))
+                case .httpStatus(let code):
+                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url) answered HTTP \(code)")
+                case .stalled(let sec):
+                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "no data from \(url) for \(sec) s")
+                case .failed(let msg):
+                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: msg)
+                case .finished, .stoppedByConsumer:
+                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url) ended the stream")
+                }
+            }
+            let (reason, delay): (String, Int) = switch next {
+            case .failed(let r, let ms): (r, ms)
+            case .reconnecting(let ms, let r): (r, ms)
+            default: ("", 0)
+            }
+            note(error: reason)
+            monitor.withLock { figures.reconnects += 1 }
+            Log.warning("stream: \(next)")
+            setStatus(next)
+            let deadline = monotonicMs() + delay
+            monitor.withLock {
+                while wanted && generation == gen && monotonicMs() < deadline { monitor.wait(deadlineMs: deadline) }
+            }
+        }
+    }
+
+    // MARK: - Decoder thread
+
+    private func decoderLoop() {
+        var sink: PulseSink? = nil
+        while true {
+            let s = monitor.withLock { () -> Session in
+                while handoff.isEmpty { monitor.wait(deadlineMs: nil) }
+                return handoff.removeFirst()
+            }
+            decode(s, sink: &sink)
+            s.decoderFinished()
+            // The connection ended. When paused or stopped, silence now and let the sound
+            // server go; when reconnecting, what is buffered plays out.
+            let keep = monitor.withLock { wanted }
+            if !keep {
+                sink?.flush()
+                sink = nil
+                monitor.withLock { figures.bufferedMs = 0 }
+                let st = monitor.withLock { wantedStatus }
+                setStatus(st)
+            }
+        }
+    }
+
+    /// Decodes one connection's bytes until they end.
+    private func decode(_ s: Session, sink: inout PulseSink?) {
+        // Sniff: wait for the first bytes (during silence a native mount can take seconds).
+        var head = [UInt8](repeating: 0, count: StreamSniffer.wantedBytes)
+        var have = 0
+        var firstByteMs = 0
+        while have < head.count {
+            let r = head.withUnsafeMutableBytes { buf in
+                s.ring.read(into: UnsafeMutableRawBufferPointer(rebasing: buf[have...]),
+                            deadlineMs: have == 0 ? nil : firstByteMs + 300)
+            }
+            if case .bytes(let n) = r {
+                if have == 0 { firstByteMs = monotonicMs() }
+                have += n
+            } else { break }
+        }
+        head.removeLast(head.count - have)
+        guard !s.ring.isCancelled, have > 0 else { return }
+        setStatus(.buffering)
+        let kind: StreamKind
+        switch StreamSniffer.classify(head, contentType: s.contentType, url: s.url) {
+        case .success(let k): kind = k
+        case .failure(let e):
+            Log.error("stream: \(e)")
+            s.fail(e.description)
+            return
+        }
+        let output = Output(player: self, session: s, joinBufferMs: config.joinBufferMs, sinkName: config.sink,
+                            server: config.pulseServer)
+        output.sink = sink
+        output.joinStartedMs = firstByteMs
+        defer { sink = output.sink }
+        let input = Input(ring: s.ring, prefix: head, kind: kind)
+        while !s.ring.isCancelled {
+            guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
+                                            read: { buf in input.read(into: buf, output: output) },
+                                            frame: { f in output.write(f) },
+                                            corruption: { [self] in monitor.withLock { figures.lostSync += 1 } }) else {
+                s.fail("cannot start the FLAC decoder (out of memory)")
+                return
+            }
+            let outcome = decoder.run()
+            if case .failed(let why) = outcome {
+                Log.warning("stream: decoder: \(why); restarting it")
+            }
+            // A new Ogg logical stream (chained Ogg) starts a fresh decoder on the same bytes.
+            if input.chainBoundary { input.chainBoundary = false; continue }
+            if outcome == .ended || outcome == .stopped { break }
+        }
+        if output.joining && !s.ring.isCancelled { output.endJoin() }
+    }
+
+    /// Bytes from the ring to libFLAC: the sniffed prefix first; Ogg page by page, ending the
+    /// decoder at the start of a new chained logical stream.
+    private final class Input {
+        let ring: ByteRing
+        let kind: StreamKind
+        var prefix: [UInt8]
+        var prefixOffset = 0
+        var splitter = OggPageSplitter()
+        var page: [UInt8] = []
+        var pageOffset = 0
+        var serial: UInt32? = nil
+        var chainBoundary = false
+        var pendingPage: OggPage? = nil
+        var scratch = [UInt8](repeating: 0, count: 16384)
+
+        init(ring: ByteRing, prefix: [UInt8], kind: StreamKind) {
+            self.ring = ring
+            self.prefix = prefix
+            self.kind = kind
+            if kind == .oggFLAC {
+                splitter.feed(prefix)
+                self.prefix = []
+            }
+        }
+
+        func read(into buf: UnsafeMutableRawBufferPointer, output: Output) -> DecoderInput {
+            if kind == .nativeFLAC {
+                if prefixOffset < prefix.count {
+                    let n = min(buf.count, prefix.count - prefixOffset)
+                    prefix.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + prefixOffset, byteCount: n) }
+                    prefixOffset += n
+                    return .bytes(n)
+                }
+                return fromRing(into: buf, output: output)
+            }
+            while pageOffset >= page.count {
+                if chainBoundary { return .end }
+                let next: OggPage
+                if let p = pendingPage { next = p; pendingPage = nil }
+                else if let p = splitter.next() { next = p }
+                else {
+                    let r = scratch.withUnsafeMutableBytes { fromRing(into: $0, output: output) }
+                    guard case .bytes(let n) = r else { return r }
+                    splitter.feed(scratch[0..<n])
+                    continue
+                }
+                if !next.checksumValid {
+                    output.player.monitor.withLock { output.player.figures.lostSync += 1 }
+                    continue
+                }
+                if next.beginsStream, let current = serial, current != next.serial {
+                    // Hand this page to the next decoder instance.
+                    pendingPage = next
+                    serial = nil
+                    chainBoundary = true
+                    return .end
+                }
+                serial = next.serial
+                page = next.bytes
+                pageOffset = 0
+            }
+            let n = min(buf.count, page.count - pageOffset)
+            page.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + pageOffset, byteCount: n) }
+            pageOffset += n
+            return .bytes(n)
+        }
+
+        /// While joining, waits at most 50 ms: a pause in the data means Icecast's burst is over.
+        private func fromRing(into buf: UnsafeMutableRawBufferPointer, output: Output) -> DecoderInput {
+            while true {
+                let deadline = output.joining ? monotonicMs() + 50 : nil
+                switch ring.read(into: buf, deadlineMs: deadline) {
+                case .bytes(let n): return .bytes(n)
+                case .ended: return .end
+                case .timedOut: output.burstPaused()
+                }
+            }
+        }
+    }
+
+    /// Decoded frames to the sink: converts, applies volume, holds the join buffer, reopens the
+    /// sink on a format change, stops within 20 ms when the connection is cancelled.
+    private final class Output {
+        let player: StreamPlayer
+        let session: Session
+        let joinBufferMs: Int
+        let sinkName: String?
+        let server: String?
+        var sink: PulseSink? = nil
+        var joining = true
+        var joinStartedMs = 0
+        var pending: [[UInt8]] = []
+        var pendingFormat: AudioFormat? = nil
+        var pendingMs = 0
+        var skippedMs = 0
+        var pcm: [UInt8] = []
+        var lastLatencyCheckMs = 0
+        var announcedPlaying = false
+
+        init(player: StreamPlayer, session: Session, joinBufferMs: Int, sinkName: String?, server: String?) {
+            self.player = player
+            self.session = session
+            self.joinBufferMs = joinBufferMs
+            self.sinkName = sinkName
+            self.server = server
+        }
+
+        func write(_ f: DecodedFrame) -> Bool {
+            if session.ring.isCancelled { return false }
+            let volume = player.monitor.withLock { () -> Double in
+                player.figures.samplesDecoded += f.samples
+                player.figures.format = f.format
+                return player.volume
+            }
+            convert(f, volume: volume)
+            let ms = f.format.milliseconds(frames: f.samples)
+            if joining {
+                if pendingFormat != f.format { pending.removeAll(); pendingMs = 0; pendingFormat = f.format }
+                pending.append(pcm)
+                pendingMs += ms
+                // Keep only the newest join buffer's worth: the rest of the burst is old audio.
+                while pendingMs - pendingLength(pending[0]) >= joinBufferMs {
+                    let dropped = pendingLength(pending.removeFirst())
+                    pendingMs -= dropped
+                    skippedMs += dropped
+                }
+                if monotonicMs() - joinStartedMs > 5000 { endJoin() }
+                return !session.ring.isCancelled
+            }
+            return play(pcm, format: f.format)
+        }
+
+        private func pendingLength(_ chunk: [UInt8]) -> Int {
+            guard let f = pendingFormat else { return 0 }
+            return f.milliseconds(frames: chunk.count / f.sinkBytesPerFrame)
+        }
+
+        /// The data paused for 50 ms: the burst is over if we hold a join buffer's worth.
+        func burstPaused() {
+            if joining && pendingMs >= joinBufferMs && monotonicMs() - joinStartedMs >= 100 { endJoin() }
+        }
+
+        func endJoin() {
+            guard joining else { return }
+            joining = false
+            let format = pendingFormat
+            player.monitor.withLock { player.figures.skippedAtJoinMs = skippedMs }
+            if skippedMs > 0 { Log.info("stream: joined \(skippedMs) ms behind live; skipped that to play near live") }
+            let chunks = pending
+            pending = []
+            pendingMs = 0
+            if let format {
+                for c in chunks where !play(c, format: format) { return }
+            }
+        }
+
+        /// Writes to the sink in pieces of 20 ms so that a pause stops output promptly.
+        private func play(_ bytes: [UInt8], format: AudioFormat) -> Bool {
+            if sink?.format != format {
+                sink = nil
+                do throws(SinkError) { sink = try PulseSink(format: format, server: server, sink: sinkName) } catch {
+                    player.note(error: error.message)
+                    Log.error("stream: \(error.message)")
+                    session.fail(error.message)
+                    return false
+                }
+                Log.info("stream: playing \(format)")
+            }
+            if !announcedPlaying {
+                // Once per connection: later writes must not hide a "reconnecting" that the
+                // network thread reported while buffered audio still plays out.
+                announcedPlaying = true
+                player.setStatus(.playing)
+            }
+            let piece = max(format.sinkBytesPerFrame, format.sampleRate / 50 * format.sinkBytesPerFrame)
+            var offset = 0
+            while offset < bytes.count {
+                if session.ring.isCancelled { return false }
+                let n = min(piece, bytes.count - offset)
+                let failure: SinkError? = bytes.withUnsafeBytes { raw in
+                    do throws(SinkError) {
+                        try sink!.write(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + n)]))
+                        return nil
+                    } catch { return error }
+                }
+                if let error = failure {
+                    player.note(error: error.message)
+                    Log.error("stream: \(error.message)")
+                    sink = nil
+                    session.fail(error.message)
+                    return false
+                }
+                offset += n
+            }
+            session.addPlayed(format.milliseconds(frames: bytes.count / format.sinkBytesPerFrame))
+            let now = monotonicMs()
+            if now - lastLatencyCheckMs >= 1000, let sink {
+                lastLatencyCheckMs = now
+                let ms = sink.latencyUs() / 1000
+                player.monitor.withLock { player.figures.bufferedMs = ms }
+            }
+            return true
+        }
+
+        /// Planar Int32 → interleaved little-endian S16 or S32 (24-bit is shifted up), scaled by
+        /// the software volume in fixed point.
+        private func convert(_ f: DecodedFrame, volume: Double) {
+            let ch = f.format.channels, n = f.samples
+            let bps = f.format.sinkBytesPerSample
+            pcm.removeAll(keepingCapacity: true)
+            pcm.reserveCapacity(n * ch * bps)
+            let gain = Int64((volume * 65536).rounded())
+            let shift = bps == 2 ? 16 - f.format.bitsPerSample : 32 - f.format.bitsPerSample
+            for i in 0..<n {
+                for c in 0..<ch {
+                    guard let plane = f.planes[c] else { continue }
+                    var v = Int64(plane[i]) << Int64(max(0, shift))
+                    if gain != 65536 { v = (v * gain) >> 16 }
+                    if bps == 2 {
+                        let s = UInt16(bitPattern: Int16(clamping: v))
+                        pcm.append(UInt8(truncatingIfNeeded: s)); pcm.append(UInt8(truncatingIfNeeded: s >> 8))
+                    } else {
+                        let s = UInt32(bitPattern: Int32(clamping: v))
+                        pcm.append(UInt8(truncatingIfNeeded: s)); pcm.append(UInt8(truncatingIfNeeded: s >> 8))
+                        pcm.append(UInt8(truncatingIfNeeded: s >> 16)); pcm.append(UInt8(truncatingIfNeeded: s >> 24))
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+/// Tells what a stream is from its first bytes and its Content-Type, and splits Ogg into pages so
+/// that a new chained logical stream can restart the decoder. Pure: unit-tested and fuzzed.
+
+public enum StreamKind: Equatable, Sendable {
+    case nativeFLAC
+    case oggFLAC
+}
+
+public struct NotFLACError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let url: String
+    public let contentType: String?
+    public let start: String
+    public var description: String {
+        "stream at \(url) is not FLAC (Content-Type \(contentType ?? "none"), starts with \"\(start)\")"
+    }
+}
+
+public enum StreamSniffer {
+    /// How many bytes `classify` wants before it decides (fewer at the end of a short stream).
+    public static let wantedBytes = 8192
+
+    /// `fLaC` → native FLAC; `OggS` (or an Ogg page further in) → Ogg; a FLAC frame sync code
+    /// with a FLAC Content-Type → native FLAC joined mid-stream (Icecast keeps no header for
+    /// native FLAC mounts, so a late joiner starts at an arbitrary byte). Anything else, such as
+    /// an HTML login page, is an error that names the URL and the Content-Type.
+    public static func classify(_ head: [UInt8], contentType: String?, url: String) -> Result<StreamKind, NotFLACError> {
+        let type = (contentType ?? "").lowercased()
+        if head.starts(with: Array("fLaC".utf8)) { return .success(.nativeFLAC) }
+        if head.starts(with: Array("OggS".utf8)) { return .success(.oggFLAC) }
+        let flacType = type.contains("flac") && !type.contains("ogg")
+        let oggType = type.contains("ogg")
+        if oggType, find(Array("OggS".utf8), in: head) != nil { return .success(.oggFLAC) }
+        if flacType || type.isEmpty || type.contains("octet-stream") {
+            if find(Array("fLaC".utf8), in: head) != nil || hasFrameSync(head) { return .success(.nativeFLAC) }
+        }
+        let printable = String(decoding: head.prefix(24).map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
+        return .failure(NotFLACError(url: url, contentType: contentType, start: printable))
+    }
+
+    /// A FLAC frame header: sync 0b11111111_1111100x, then a block size code that is not the
+    /// reserved 0 and a sample rate code that is not the invalid 15, at least twice (one match
+    /// in random bytes is common enough).
+    static func hasFrameSync(_ b: [UInt8]) -> Bool {
+        var hits = 0
+        var i = 0
+        while i + 3 < b.count {
+            if b[i] == 0xFF && (b[i + 1] & 0xFE) == 0xF8 && (b[i + 2] >> 4) != 0 && (b[i + 2] & 0x0F) != 0x0F {
+                hits += 1
+                if hits >= 2 { return true }
+            }
+            i += 1
+        }
+        return false
+    }
+
+    static func find(_ needle: [UInt8], in hay: [UInt8]) -> Int? {
+        guard hay.count >= needle.count else { return nil }
+        for i in 0...(hay.count - needle.count) where hay[i] == needle[0] {
+            if Array(hay[i..<(i + needle.count)]) == needle { return i }
+        }
+        return nil
+    }
+}
+
+/// One Ogg page, as bytes plus what the splitter needs from its header.
+public struct OggPage: Equatable, Sendable {
+    public let bytes: [UInt8]
+    public let serial: UInt32
+    public let beginsStream: Bool
+
+    /// The page checksum (CRC-32, polynomial 0x04C11DB7, over the page with its CRC field zeroed)
+    /// matches: a corrupt page is dropped (as libogg would do silently) and counted.
+    public var checksumValid: Bool {
+        guard bytes.count >= 27 else { return false }
+        let stored = UInt32(bytes[22]) | UInt32(bytes[23]) << 8 | UInt32(bytes[24]) << 16 | UInt32(bytes[25]) << 24
+        var crc: UInt32 = 0
+        for (i, b) in bytes.enumerated() {
+            let v = (22...25).contains(i) ? 0 : b
+            crc = (crc << 8) ^ oggCRCTable[Int((crc >> 24) ^ UInt32(v))]
+        }
+        return crc == stored
+    }
+}
+
+private let oggCRCTable: [UInt32] = (0..<256).map { i -> UInt32 in
+    var r = UInt32(i) << 24
+    for _ in 0..<8 { r = r & 0x8000_0000 != 0 ? (r << 1) ^ 0x04C1_1DB7 : r << 1 }
+    return r
+}
+
+/// Splits a byte stream into Ogg pages (RFC 3533 §6), resyncing on the capture pattern after
+/// garbage. Bounded: a page is at most 27 + 255 + 255·255 bytes.
+public struct OggPageSplitter: Sendable {
+    private var buffer: [UInt8] = []
+    public private(set) var skippedBytes = 0
+
+    public init() {}
+
+    public mutating func feed<C: Collection>(_ bytes: C) where C.Element == UInt8 { buffer.append(contentsOf: bytes) }
+
+    /// The next whole page, or nil when more bytes are needed.
+    public mutating func next() -> OggPage? {
+        while true {
+            guard buffer.count >= 27 else { return nil }
+            if !(buffer[0] == 0x4F && buffer[1] == 0x67 && buffer[2] == 0x67 && buffer[3] == 0x53 && buffer[4] == 0) {
+                // Not at a page: drop up to the next capture pattern.
+                var i = 1
+                while i + 3 < buffer.count && !(buffer[i] == 0x4F && buffer[i + 1] == 0x67 && buffer[i + 2] == 0x67 && buffer[i + 3] == 0x53) { i += 1 }
+                let drop = min(i, buffer.count - 3)
+                skippedBytes += drop
+                buffer.removeFirst(drop)
+                continue
+            }
+            let segments = Int(buffer[26])
+            guard buffer.count >= 27 + segments else { return nil }
+            var body = 0
+            for k in 0..<segments { body += Int(buffer[27 + k]) }
+            let total = 27 + segments + body
+            guard buffer.count >= total else { return nil }
+            let serial = UInt32(buffer[14]) | UInt32(buffer[15]) << 8 | UInt32(buffer[16]) << 16 | UInt32(buffer[17]) << 24
+            let page = OggPage(bytes: Array(buffer[0..<total]), serial: serial, beginsStream: buffer[5] & 0x02 != 0)
+            buffer.removeFirst(total)
+            return page
+        }
+    }
+}
