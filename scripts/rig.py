@@ -616,6 +616,9 @@ http {{
                     svc.stop(sig)
                 if cmd in ("start", "restart"):
                     svc.start()
+                    if name == "mopidy":
+                        # A new Mopidy starts with an empty tracklist: queue the library again.
+                        self.queue_library()
                 if cmd == "signal":
                     svc.signal(getattr(signal, "SIG" + req["signal"]))
                 return {"pid": svc.pid}

@@ -73,8 +73,10 @@ public struct StreamConfig: Sendable {
 /// "stream-http" connects and reconnects, "decoder" decodes and writes to the sink. Every
 /// method is thread-safe and returns at once.
 public final class StreamPlayer: @unchecked Sendable {
-    public let config: StreamConfig
-    private weak var delegate: StreamPlayerDelegate?
+    private var _config: StreamConfig  // guarded by monitor
+    public var config: StreamConfig { monitor.withLock { _config } }
+    private weak var _delegate: StreamPlayerDelegate?  // guarded by monitor
+    private var delegate: StreamPlayerDelegate? { monitor.withLock { _delegate } }
     private let monitor = Monitor()
     // Guarded by `monitor`:
     private var wanted = false
@@ -90,8 +92,8 @@ public final class StreamPlayer: @unchecked Sendable {
     private var started = false
 
     public init(config: StreamConfig, delegate: StreamPlayerDelegate?) {
-        self.config = config
-        self.delegate = delegate
+        self._config = config
+        self._delegate = delegate
     }
 
     // MARK: - Control
@@ -111,6 +113,14 @@ public final class StreamPlayer: @unchecked Sendable {
     public func reconnect() {
         let playing = monitor.withLock { wanted }
         if playing { control(wanted: true, status: .connecting) }
+    }
+
+    public func setDelegate(_ d: StreamPlayerDelegate?) { monitor.withLock { _delegate = d } }
+
+    /// Replaces the configuration (e.g. a new password after SIGHUP); reconnects if playing.
+    public func update(config: StreamConfig) {
+        monitor.withLock { _config = config }
+        reconnect()
     }
 
     public var currentStatus: StreamStatus { monitor.withLock { status } }
@@ -208,14 +218,14 @@ public final class StreamPlayer: @unchecked Sendable {
     private func networkLoop() {
         let get = StreamingGet()
         var backoff = Backoff()
-        let url = redactedURL(config.url)
-        var options = StreamingGet.Options(user: config.user, password: config.password)
-        options.stallSeconds = config.stallSeconds
         while true {
-            let gen = monitor.withLock { () -> Int in
+            let (gen, config) = monitor.withLock { () -> (Int, StreamConfig) in
                 while !wanted { monitor.wait(deadlineMs: nil) }
-                return generation
+                return (generation, _config)
             }
+            let url = redactedURL(config.url)
+            var options = StreamingGet.Options(user: config.user, password: config.password)
+            options.stallSeconds = config.stallSeconds
             setStatus(.connecting)
             let s = Session(ring: ByteRing(capacity: config.ringBytes), generation: gen, url: url)
             let superseded = monitor.withLock { () -> Bool in
@@ -320,6 +330,7 @@ public final class StreamPlayer: @unchecked Sendable {
             s.fail(e.description)
             return
         }
+        let config = self.config
         let output = Output(player: self, session: s, joinBufferMs: config.joinBufferMs, sinkName: config.sink,
                             server: config.pulseServer)
         output.sink = sink

@@ -1,3 +1,4 @@
+import Audio
 import DBus
 import MPRIS
 import Mopidy
@@ -7,13 +8,19 @@ import Synchronization
 /// MPRIS ↔ Mopidy. Events from Mopidy and every RPC go through one worker thread
 /// ("mopidy-rpc"), in order, so the D-Bus thread never waits on the network and the state is
 /// changed in one place.
-public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecked Sendable {
+public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPlayerDelegate, @unchecked Sendable {
     public let client: MopidyClient
     private let worker = SerialWorker(name: "mopidy-rpc")
+    /// Cover art downloads, apart from the RPC worker so a slow image never delays a command.
+    private let artWorker = SerialWorker(name: "cover-art")
+    private let art: ArtCache
     private let server = Mutex(ServerState())
     private let stats = Mutex(Stats())
+    private let settings: Mutex<Config>
     private var service: MPRISService!
     private var events: MopidyEventStream!
+    /// This computer's stream; nil when no stream URL is known.
+    public private(set) var stream: StreamPlayer?
     private let onQuit: @Sendable () -> Void
 
     struct Stats {
@@ -22,21 +29,63 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
         var reconnects = 0
     }
 
-    public init(endpoints: MopidyEndpoints, onQuit: @escaping @Sendable () -> Void) {
+    public init(config: Config, endpoints: MopidyEndpoints, artDirectory: String,
+                onQuit: @escaping @Sendable () -> Void) {
         client = MopidyClient(endpoints: endpoints)
+        art = ArtCache(directory: artDirectory)
+        settings = Mutex(config)
         self.onQuit = onQuit
+        if let url = config.effectiveStreamURL {
+            stream = StreamPlayer(config: Bridge.streamConfig(config, url: url), delegate: nil)
+        }
+        server.withLock { s in
+            s.localStream = stream == nil ? nil : .stopped
+            s.volumeMode = config.volume
+            s.canRaise = Bridge.browser != nil
+        }
     }
 
-    /// Publishes on `connection` and starts following Mopidy.
-    public func start(connection: DBusConnection) throws(DBusFailure) {
-        service = MPRISService(connection: connection, controller: self, initial: ServerState().playerState(),
+    static func streamConfig(_ c: Config, url: String) -> StreamConfig {
+        StreamConfig(url: url, user: c.user, password: c.password, sink: c.sink)
+    }
+
+    public var config: Config { settings.withLock { $0 } }
+
+    /// Publishes on `connection` and starts following Mopidy (and playing, with autoplay).
+    /// Returns the bus name taken, or nil when another bridge owns the name and
+    /// `allowInstance` is false.
+    public func start(connection: DBusConnection, allowInstance: Bool) throws(DBusFailure) -> String? {
+        let initial = server.withLock { $0.playerState() }
+        service = MPRISService(connection: connection, controller: self, initial: initial,
                                status: { [weak self] in self?.statusJSON() ?? "{}" })
-        try service.publish()
+        guard let name = try service.publish(allowInstance: allowInstance) else { return nil }
+        stream.map { s in s.setDelegate(self) }
         events = MopidyEventStream(url: client.endpoints.wsURL, delegate: self)
         events.start()
+        if config.autoplay { stream?.play() }
+        return name
     }
 
-    public func shutdown() { events?.stop() }
+    public func shutdown() {
+        events?.stop()
+        stream?.stop()
+    }
+
+    /// A new configuration (SIGHUP): the stream takes the new password, URL, sink and volume mode.
+    public func reload(_ new: Config) {
+        settings.withLock { $0 = new }
+        if let url = new.effectiveStreamURL, let stream {
+            stream.update(config: Bridge.streamConfig(new, url: url))
+        }
+        worker.submit { [self] in apply { $0.volumeMode = new.volume } }
+        Log.info("configuration reloaded: \(new)")
+    }
+
+    // MARK: - The local stream (on a stream thread; handed to the worker)
+
+    public func streamPlayer(statusChanged status: StreamStatus) {
+        worker.submit { [self] in apply { $0.localStream = status } }
+    }
 
     /// Changes the server state and publishes the result.
     private func apply(_ change: (inout ServerState) -> Void) {
@@ -66,7 +115,6 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
                 s.connected = false
                 if s.state == .playing { s.positionMs = s.positionNowMs(); s.positionAnchorUs = monotonicUs() }
                 s.state = .stopped
-                s.setCurrent(nil)
             }
         }
     }
@@ -84,6 +132,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
             let next = try client.nextTlid()
             let prev = try client.previousTlid()
             let schemes = try client.uriSchemes()
+            let before = server.withLock { $0.current?.track.uri }
             apply { s in
                 s.connected = true
                 s.setCurrent(tl)
@@ -96,6 +145,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
                 s.uriSchemes = schemes
             }
             Log.info("Mopidy at \(client.endpoints.rpcURL): \(describe(tl?.track)) [\(state.rawValue)]")
+            if let tl, tl.track.uri != before || server.withLock({ $0.artURL == nil }) { fetchArt(for: tl.track) }
         } catch {
             fail("resync", error)
         }
@@ -104,10 +154,12 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
     private func handle(_ event: MopidyEvent) {
         switch event {
         case .trackPlaybackStarted(let tl):
+            let before = server.withLock { $0.current?.track.uri }
             apply { s in
                 s.setCurrent(tl); s.state = .playing; s.positionMs = 0; s.positionAnchorUs = monotonicUs()
             }
             Log.info("now playing: \(describe(tl.track))")
+            if tl.track.uri != before { fetchArt(for: tl.track) }
             refreshTracklistNeighbours()
         case .trackPlaybackPaused(_, let pos):
             apply { s in s.state = .paused; s.positionMs = pos; s.positionAnchorUs = monotonicUs() }
@@ -150,6 +202,27 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
         }
     }
 
+    /// Finds, downloads and publishes the track's cover after its metadata went out. No image:
+    /// no `mpris:artUrl` key, never a broken one.
+    private func fetchArt(for track: Track) {
+        let uri = track.uri
+        artWorker.submit { [self] in
+            guard server.withLock({ $0.current?.track.uri == uri }) else { return }
+            do {
+                guard let image = try client.images(for: uri).first else {
+                    Log.debug("cover art: none for \(uri)")
+                    return
+                }
+                let file = try art.localURI(for: image.uri, base: client.endpoints.httpBase)
+                worker.submit { [self] in
+                    apply { s in if s.current?.track.uri == uri { s.artURL = file } }
+                }
+            } catch {
+                Log.warning("cover art for \(uri): \(error)")
+            }
+        }
+    }
+
     private func refreshTracklistNeighbours() {
         do throws(MopidyError) {
             let n = try client.nextTlid(), p = try client.previousTlid()
@@ -180,12 +253,26 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
 
     // MARK: - MPRIS calls (on the D-Bus thread; never block)
 
+    /// Play always leads to music: the local stream connects, and a paused or stopped Mopidy
+    /// is resumed or started.
     public func play() {
-        let state = server.withLock { $0.state }
+        stream?.play()
+        let (state, connected) = server.withLock { ($0.state, $0.connected) }
+        guard connected, state != .playing else { return }
         command("play") { c throws(MopidyError) in state == .paused ? try c.resume() : try c.play() }
     }
-    public func pause() { command("pause") { c throws(MopidyError) in try c.pause() } }
-    public func stop() { command("stop") { c throws(MopidyError) in try c.stop() } }
+
+    /// `control = local` (default): only this computer stops listening; the house plays on.
+    public func pause() {
+        stream?.pause()
+        if stream == nil || config.control == .server { command("pause") { c throws(MopidyError) in try c.pause() } }
+    }
+
+    public func stop() {
+        stream?.stop()
+        if stream == nil || config.control == .server { command("stop") { c throws(MopidyError) in try c.stop() } }
+    }
+
     public func next() { command("next") { c throws(MopidyError) in try c.next() } }
     public func previous() { command("previous") { c throws(MopidyError) in try c.previous() } }
     public func setPosition(us: Int64) {
@@ -199,8 +286,17 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
             }
             try c.play(tlid: first.tlid)
         }
+        stream?.play()
     }
+
+    /// `volume = server` (default): Mopidy's mixer, for the whole house; `volume = local`: this
+    /// computer's output only.
     public func setVolume(_ volume: Double) {
+        if config.volume == .local, let stream {
+            stream.setVolume(volume)
+            worker.submit { [self] in apply { $0.localVolume = volume } }
+            return
+        }
         let v = Int((volume * 100).rounded())
         command("volume") { c throws(MopidyError) in try c.setVolume(v) }
     }
@@ -211,7 +307,14 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
         }
     }
     public func setShuffle(_ on: Bool) { command("shuffle") { c throws(MopidyError) in try c.setOption("random", on) } }
-    public func raise() {}
+    /// Opens the server's web interface in the browser.
+    public func raise() {
+        guard let opener = Bridge.browser else { return }
+        let url = client.endpoints.httpBase + "/"
+        spawnDetached([opener, url])
+    }
+
+    static let browser: String? = findExecutable("xdg-open")
     public func quit() { onQuit() }
 
     // MARK: - Status
@@ -228,6 +331,21 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, @unchecke
         ]
         if let e = st.lastError { o["last_error"] = .string(Log.scrub(e)) }
         if let t = s.current?.track.name { o["title"] = .string(t) }
+        o["status"] = .string(s.playerState().playbackStatus.rawValue)
+        o["config"] = .string(config.description)
+        if let stream {
+            let f = stream.currentFigures
+            o["stream_url"] = .string(stream.config.url)
+            o["stream"] = .string(stream.currentStatus.description)
+            if let format = f.format { o["stream_format"] = .string(format.description) }
+            o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
+            o["stream_reconnects"] = .number(Double(f.reconnects))
+            o["stream_bytes"] = .number(Double(f.bytesReceived))
+            o["stream_corrupt_frames"] = .number(Double(f.lostSync))
+            if let e = f.lastError { o["stream_last_error"] = .string(Log.scrub(e)) }
+        } else {
+            o["stream"] = .string("none configured")
+        }
         return JSON.object(o).serialized()
     }
 }

@@ -1,5 +1,7 @@
+import Audio
 import MPRIS
 import Mopidy
+import Support
 
 /// What the bridge knows of the Mopidy server, as one value. `playerState` maps it to what MPRIS
 /// publishes; both are pure so the mapping is unit-tested without a bus or a server.
@@ -23,8 +25,40 @@ public struct ServerState: Equatable, Sendable {
     /// The cached cover art of `current` as a file:// URI, once downloaded.
     public var artURL: String? = nil
     public var canRaise = false
+    /// This computer's stream; nil when no stream is configured (then Mopidy's state is shown).
+    public var localStream: StreamStatus? = nil
+    public var localVolume = 1.0
+    public var volumeMode: VolumeMode = .server
 
     public init() {}
+
+    /// The local stream is trying to play (playing, or on its way back to it).
+    var localActive: Bool {
+        switch localStream {
+        case .playing?, .buffering?, .connecting?, .reconnecting?: return true
+        default: return false
+        }
+    }
+
+    /// What the user hears decides PlaybackStatus: Paused when this computer is not listening
+    /// even if the house plays; Paused/Stopped when Mopidy is.
+    var status: PlaybackStatus {
+        let server: PlaybackStatus = switch state {
+        case .playing: .playing
+        case .paused: .paused
+        case .stopped: .stopped
+        }
+        guard let local = localStream else { return connected ? server : .stopped }
+        if !connected { return local == .playing ? .playing : .stopped }
+        if server == .playing { return localActive ? .playing : .paused }
+        return server
+    }
+
+    /// Mopidy's position now, from the last known position and the clock.
+    func serverPositionMs(nowUs: Int64) -> Int {
+        guard state == .playing else { return positionMs }
+        return positionMs + Int(max(0, nowUs - positionAnchorUs) / 1000)
+    }
 
     /// A new current track. Keeps the artist order already shown when only the order differs:
     /// some backends return artists in no fixed order, and the widget should not flicker.
@@ -48,19 +82,16 @@ public struct ServerState: Equatable, Sendable {
         return single ? .track : .playlist
     }
 
-    public func playerState() -> PlayerState {
+    public func playerState(nowUs: Int64 = monotonicUs()) -> PlayerState {
         var p = PlayerState()
-        p.playbackStatus = switch state {
-        case .playing: .playing
-        case .paused: .paused
-        case .stopped: .stopped
-        }
+        p.playbackStatus = status
         p.loopStatus = loopStatus
         p.shuffle = random
-        p.volume = Double(volume ?? 100) / 100
-        p.positionUs = Int64(positionMs) * 1000
-        p.positionAnchorUs = positionAnchorUs
-        if let tl = current {
+        p.volume = volumeMode == .local ? localVolume : Double(volume ?? 100) / 100
+        p.positionUs = Int64(serverPositionMs(nowUs: nowUs)) * 1000
+        p.positionAnchorUs = nowUs
+        // While Mopidy is unreachable the last track stays only while its audio still plays.
+        if let tl = current, connected || localStream == .playing {
             let t = tl.track
             p.metadata = TrackMetadata(
                 trackID: TrackMetadata.trackID(tlid: tl.tlid),

@@ -50,12 +50,20 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
     /// owns it. Returns the name taken.
     @discardableResult
     public func publish() throws(DBusFailure) -> String {
+        // Always takes a name: the instance name when the main one is owned.
+        try publish(allowInstance: true)!
+    }
+
+    /// Registers the object and takes the bus name. When another process owns it: with
+    /// `allowInstance`, takes `.instance<pid>`; without, returns nil and takes nothing.
+    public func publish(allowInstance: Bool) throws(DBusFailure) -> String? {
         connection.register(path: MPRISInterface.objectPath, object: self)
         for parent in ["/", "/org", "/org/mpris"] {
             connection.register(path: parent, object: ParentNode(path: parent))
         }
         var name = MPRISService.busName
         if try connection.requestName(name) == .taken {
+            guard allowInstance else { return nil }
             let alt = "\(MPRISService.busName).instance\(getpid())"
             Log.warning("\(name) is owned by another process; publishing as \(alt)")
             name = alt

@@ -1,3 +1,4 @@
+import Audio
 import Bridge
 import DBus
 import MPRIS
@@ -8,101 +9,149 @@ import Support
 
 // groove-bridge: configuration, signals, wiring — nothing else.
 
-let version = "0.1.0"
+let version = "0.2.0"
 let usage = """
-    Usage: groove-bridge [options]          run the bridge (MPRIS player org.mpris.MediaPlayer2.groove)
+    Usage: groove-bridge [options]          run the bridge: MPRIS player org.mpris.MediaPlayer2.groove
            groove-bridge status [--json]    ask the running bridge how it is doing
 
-    Options:
-      --host HOST        the Groove Audio server; tries http://HOST:8180/api/mopidy/rpc (Groove
-                         layout), then http://HOST:6680/mopidy/rpc (plain Mopidy)
-      --rpc-url URL      Mopidy JSON-RPC URL (wins over --host)
-      --ws-url URL       Mopidy WebSocket URL (wins over --host)
-      --verbose          debug logging
+    Options (each also a key in the configuration file, with _ for -):
+      --config PATH            configuration file (default $XDG_CONFIG_HOME/groove-bridge/config)
+      --host HOST              the Groove Audio server; stream http://HOST:8000/stream.flac, Mopidy at
+                               http://HOST:8180/api/mopidy/rpc, else http://HOST:6680/mopidy/rpc
+      --stream-url URL         the FLAC stream (wins over --host)
+      --rpc-url URL            Mopidy JSON-RPC (wins over --host)
+      --ws-url URL             Mopidy events WebSocket (wins over --host)
+      --user NAME              stream user (default listener)
+      --password-command CMD   prints the stream password (e.g. secret-tool lookup groove listener)
+      --control local|server   Pause/Stop act on this computer only (local) or on the house too
+      --volume server|local    Volume sets Mopidy's mixer (server) or this computer's output
+      --sink NAME              PulseAudio sink to play to
+      --notify                 a desktop notification per track change
+      --autoplay               start listening at once (default: wait for Play)
+      --instance               run beside another bridge (as org.mpris.MediaPlayer2.groove.instance<pid>)
+      --verbose                debug logging
       --help, --version
 
-    Exit codes: 0 done (Quit, SIGTERM, SIGINT, session bus closed), 1 cannot start (no bus, no
-    server configured), 2 bad command line.
-    """
+    The password is never taken on the command line: GROOVE_PASSWORD in the environment,
+    password_command, or `password = …` in a configuration file only you can read (chmod 600).
 
-struct Options {
-    var host: String?
-    var rpcURL: String?
-    var wsURL: String?
-    var status = false
-    var json = false
-}
+    Exit codes: 0 done (Quit, SIGTERM, SIGINT, session bus closed, or a bridge already runs),
+    1 cannot start (configuration, bus), 2 bad command line.
+    SIGHUP reloads the configuration file.
+    """
 
 func fail(_ message: String, code: Int32) -> Never {
     Log.error(message)
     exit(code)
 }
 
-func parse(_ argv: [String]) -> Options {
-    var o = Options()
+struct CommandLineOptions {
+    var configPath: String?
+    var settings: [(String, String)] = []
+    var status = false
+    var json = false
+    var instance = false
+}
+
+func parseCommandLine(_ argv: [String]) -> CommandLineOptions {
+    var o = CommandLineOptions()
     var it = argv.makeIterator()
     func value(_ flag: String) -> String {
-        guard let v = it.next(), !v.hasPrefix("--") else { fail("\(flag) needs a value", code: 2) }
+        guard let v = it.next() else { fail("\(flag) needs a value; see --help", code: 2) }
         return v
     }
     while let a = it.next() {
         switch a {
-        case "--host": o.host = value(a)
-        case "--rpc-url": o.rpcURL = value(a)
-        case "--ws-url": o.wsURL = value(a)
-        case "--verbose", "-v": Log.setLevel(.debug)
-        case "--json": o.json = true
         case "status": o.status = true
+        case "--json": o.json = true
+        case "--config": o.configPath = value(a)
+        case "--verbose", "-v": Log.setLevel(.debug)
+        case "--instance": o.instance = true
         case "--help", "-h": print(usage); exit(0)
         case "--version": print("groove-bridge \(version) (\(curlVersion()))"); exit(0)
-        default: fail("unknown argument '\(a)'; see --help", code: 2)
+        case "--notify", "--autoplay": o.settings.append((String(a.dropFirst(2)), "true"))
+        case "--password":
+            fail("the password is never taken on the command line (other users can read it there); "
+                 + "use GROOVE_PASSWORD, password_command or the configuration file", code: 2)
+        default:
+            let key = a.hasPrefix("--") ? String(a.dropFirst(2)).replacing("-", with: "_") : ""
+            guard Config.keys.contains(key), key != "password" else { fail("unknown argument '\(a)'; see --help", code: 2) }
+            o.settings.append((key, value(a)))
         }
     }
     return o
 }
 
+func currentEnvironment() -> [String: String] {
+    var env: [String: String] = [:]
+    var p = environ
+    while let entry = p.pointee {
+        let s = String(cString: entry)
+        if let eq = s.firstIndex(of: "=") { env[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+        p += 1
+    }
+    return env
+}
+
+/// The file, then the flags, then the password from the environment or its command.
+func loadConfig(_ o: CommandLineOptions) throws(ConfigError) -> Config {
+    let env = currentEnvironment()
+    let path = o.configPath ?? Config.defaultPath(environment: env)
+    var c = try ConfigLoader.load(path: path, required: o.configPath != nil)
+    for (k, v) in o.settings { try c.set(k, v, origin: "--\(k.replacing("_", with: "-"))") }
+    try ConfigLoader.resolvePassword(&c, environment: env)
+    return c
+}
+
 /// Explicit URLs win; from a host alone, the Groove layout first, then plain Mopidy.
-func endpoints(_ o: Options) -> MopidyEndpoints {
-    if let rpc = o.rpcURL, let ws = o.wsURL { return MopidyEndpoints(rpcURL: rpc, wsURL: ws) }
-    guard let host = o.host else {
-        fail("no server configured: give --host HOST or --rpc-url and --ws-url (see --help)", code: 1)
+func endpoints(_ c: Config) -> MopidyEndpoints {
+    if let rpc = c.rpcURL, let ws = c.wsURL { return MopidyEndpoints(rpcURL: rpc, wsURL: ws) }
+    guard let host = c.host else {
+        fail("no server configured: set host (or rpc_url and ws_url) in \(Config.defaultPath(environment: currentEnvironment())) "
+             + "or give --host; `scripts/demo` runs one on loopback", code: 1)
     }
     let candidates = [MopidyEndpoints.groove(host: host), MopidyEndpoints.plain(host: host)]
-    for c in candidates {
-        let probe = MopidyClient(endpoints: c, timeouts: HTTPTimeouts(connectMs: 2000, totalMs: 3000))
+    for cand in candidates {
+        let probe = MopidyClient(endpoints: cand, timeouts: HTTPTimeouts(connectMs: 2000, totalMs: 3000))
         if let v = try? probe.version() {
-            Log.info("Mopidy \(v) answers at \(c.rpcURL)")
-            return MopidyEndpoints(rpcURL: o.rpcURL ?? c.rpcURL, wsURL: o.wsURL ?? c.wsURL)
+            Log.info("Mopidy \(v) answers at \(cand.rpcURL)")
+            return MopidyEndpoints(rpcURL: c.rpcURL ?? cand.rpcURL, wsURL: c.wsURL ?? cand.wsURL)
         }
     }
-    Log.warning("no Mopidy answers at \(host) yet; will keep trying the Groove layout")
-    let g = candidates[0]
-    return MopidyEndpoints(rpcURL: o.rpcURL ?? g.rpcURL, wsURL: o.wsURL ?? g.wsURL)
+    Log.warning("no Mopidy answers at \(host) yet (tried \(candidates.map(\.rpcURL).joined(separator: ", "))); "
+                + "will keep trying the Groove layout")
+    return MopidyEndpoints(rpcURL: c.rpcURL ?? candidates[0].rpcURL, wsURL: c.wsURL ?? candidates[0].wsURL)
 }
 
 func runStatus(json: Bool) -> Never {
     do throws(DBusFailure) {
         let bus = try DBusConnection()
-        var reply: [DBusValue] = []
-        for name in [MPRISService.busName] {
-            reply = try bus.call(destination: name, path: MPRISInterface.objectPath,
+        let reply = try bus.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                  interface: MPRISService.statusInterface, member: "Status")
-        }
         guard let text = reply.first?.stringValue else { fail("the bridge sent no status", code: 1) }
         if json { print(text); exit(0) }
         guard case .object(let o)? = try? JSON.parse(text) else { print(text); exit(0) }
+        let width = (o.keys.map(\.count).max() ?? 0) + 2
         for k in o.keys.sorted() {
             let v = o[k]!
-            print("\(k.replacing("_", with: " ")): \(v.string ?? v.serialized())")
+            let label = k.replacing("_", with: " ") + ":"
+            print(label + String(repeating: " ", count: max(1, width - label.count)) + (v.string ?? v.serialized()))
         }
         exit(0)
     } catch {
-        fail("no running groove-bridge on the session bus (\(error.message))", code: 1)
+        fail("no groove-bridge is running on the session bus (\(error.message))", code: 1)
     }
 }
 
-let options = parse(Array(CommandLine.arguments.dropFirst()))
+let options = parseCommandLine(Array(CommandLine.arguments.dropFirst()))
 if options.status { runStatus(json: options.json) }
+
+let config: Config
+do throws(ConfigError) { config = try loadConfig(options) } catch { fail(error.message, code: 1) }
+Log.debug("configuration: \(config)")
+
+// Before any thread starts: setenv is not safe against other threads' getenv.
+PulseSink.prepareEnvironment()
 
 // Signals are taken synchronously by the main thread (sigwait), so no handler runs in an
 // arbitrary thread; every other thread is started after the mask is set and inherits it.
@@ -118,11 +167,19 @@ do throws(DBusFailure) { bus = try DBusConnection() } catch {
 }
 let mainThread = pthread_self()
 nonisolated(unsafe) var stopping = false  // written by the main thread before bus.stop()
-let bridge = Bridge(endpoints: endpoints(options), onQuit: {
+let bridge = Bridge(config: config, endpoints: endpoints(config),
+                    artDirectory: ArtCache.defaultDirectory(environment: currentEnvironment()), onQuit: {
     Log.info("Quit requested over MPRIS")
     pthread_kill(mainThread, SIGTERM)
 })
-do throws(DBusFailure) { try bridge.start(connection: bus) } catch {
+do throws(DBusFailure) {
+    guard let name = try bridge.start(connection: bus, allowInstance: options.instance) else {
+        // Only one bridge per user and server: the one already running serves the desktop.
+        Log.info("a groove-bridge already owns \(MPRISService.busName); nothing to do (use --instance to run another)")
+        exit(0)
+    }
+    Log.info("serving \(name) for \(bridge.client.endpoints.rpcURL)")
+} catch {
     fail("cannot publish on the session bus: \(error.message)", code: 1)
 }
 bus.start(onDisconnect: {
@@ -136,7 +193,9 @@ while true {
     var sig: Int32 = 0
     sigwait(&signals, &sig)
     if sig == SIGHUP {
-        Log.info("SIGHUP: nothing to reload yet")
+        do throws(ConfigError) { bridge.reload(try loadConfig(options)) } catch {
+            Log.error("configuration not reloaded: \(error.message)")
+        }
         continue
     }
     Log.info("stopping (signal \(sig))")

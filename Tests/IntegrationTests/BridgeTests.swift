@@ -14,19 +14,43 @@ final class BridgeTests: XCTestCase {
 
     static var binary: URL { Rig.projectRoot.appendingPathComponent(".build/debug/groove-bridge") }
 
+    var recorder: Recorder?
+    let configDir = FileManager.default.temporaryDirectory.appendingPathComponent("groove-bridge-cfg-\(getpid())")
+
     override func setUpWithError() throws {
         rig = try Rig.get()
         client = try DBusConnection(address: rig.info.bus_address)
         XCTAssertTrue(waitUntil(5) { client.owner(of: MPRISService.busName) == nil }, "a bridge is already on the bus")
+        try FileManager.default.createDirectory(at: configDir, withIntermediateDirectories: true)
+        try startDaemon()
+        XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" }, "bridge did not come up playing")
+    }
+
+    /// The environment a desktop session gives the bridge, with the password where the user
+    /// chose to put it (GROOVE_PASSWORD here).
+    var daemonEnvironment: [String: String] {
+        var env = rig.clientEnvironment
+        env["GROOVE_PASSWORD"] = rig.info.password
+        env["XDG_CONFIG_HOME"] = configDir.path
+        env["XDG_CACHE_HOME"] = configDir.appendingPathComponent("cache").path
+        return env
+    }
+
+    var defaultArguments: [String] {
+        ["--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url,
+         "--stream-url", rig.info.stream_url, "--sink", rig.info.sink, "--autoplay"]
+    }
+
+    func startDaemon(_ extra: [String] = [], environment: [String: String]? = nil) throws {
         let p = Process()
         p.executableURL = BridgeTests.binary
-        p.arguments = ["--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url]
-        p.environment = rig.clientEnvironment
+        p.arguments = defaultArguments + extra
+        p.environment = environment ?? daemonEnvironment
+        log = Pipe()
         p.standardError = log
         p.standardOutput = log
         try p.run()
         daemon = p
-        XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" }, "bridge did not come up playing")
     }
 
     override func tearDown() {
@@ -35,6 +59,15 @@ final class BridgeTests: XCTestCase {
             daemon.waitUntilExit()
         }
         daemon = nil
+        recorder?.stop()
+        _ = try? rig.rpc("core.playback.play")
+        try? FileManager.default.removeItem(at: configDir)
+    }
+
+    /// Everything the daemon logged so far (after it exited, or the pipe is read to its end).
+    func daemonLog() -> String {
+        if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() }
+        return String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
     @discardableResult
@@ -77,6 +110,35 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(seen.contains("Café Ñandú – 東京"))
     }
 
+    func testCoverArtIsACachedFileAndAbsentWithoutArt() throws {
+        var checked = Set<String>()
+        for _ in 0..<rig.info.tracks.count {
+            let title = try rig.currentTitle() ?? ""
+            XCTAssertTrue(waitUntil(2) { (try? playerctl("metadata", "--format", "{{title}}")) == title },
+                          "widget: \((try? playerctl("metadata", "--format", "{{title}}")) ?? "nothing"), Mopidy: \(title)")
+            if title == "Duet in A" {
+                // Mopidy's file backend has no images: no key, never a broken one.
+                usleep(500_000)
+                XCTAssertEqual(try playerctl("metadata", "--format", "{{mpris:artUrl}}"), "", "art for a track without any")
+            } else {
+                var art = ""
+                XCTAssertTrue(waitUntil(5) {
+                    art = (try? playerctl("metadata", "--format", "{{mpris:artUrl}}")) ?? ""
+                    return art.hasPrefix("file://")
+                }, "\(title): no cover art")
+                let path = String(art.dropFirst("file://".count)).removingPercentEncoding ?? ""
+                XCTAssertTrue(path.hasPrefix(configDir.appendingPathComponent("cache/groove-bridge/art/").path), path)
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+                XCTAssertEqual(Array(bytes.prefix(3)), [0xFF, 0xD8, 0xFF], "\(path) is not a JPEG")
+            }
+            checked.insert(title)
+            try playerctl("next")
+            // Right after next, Mopidy's get_current_tl_track still answers the old track.
+            XCTAssertTrue(waitUntil(3) { (try? rig.currentTitle()) != title })
+        }
+        XCTAssertEqual(checked.count, rig.info.tracks.count)
+    }
+
     func testVolumeBothWays() throws {
         defer { _ = try? rig.rpc("core.mixer.set_volume", ["volume": 100]) }
         try playerctl("volume", "0.3")
@@ -102,13 +164,78 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(2) { (try? playerctl("loop")) == "Playlist" })
     }
 
-    func testPauseAndPlayReachMopidy() throws {
+    func expectedTone() throws -> Int {
+        try XCTUnwrap(rig.track(titled: try rig.currentTitle() ?? "")?.freq)
+    }
+
+    func testLocalPauseSilencesThisComputerButTheHousePlaysOn() throws {
+        let rec = try Recorder(rig: rig)
+        recorder = rec
+        let tones = rig.info.tracks.map(\.freq)
+        XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no tone from the bridge")
         try playerctl("pause")
-        XCTAssertTrue(waitUntil(2) { (try? rig.rpc("core.playback.get_state")) as? String == "paused" })
+        XCTAssertTrue(waitUntil(2) { (try? playerctl("status")) == "Paused" })
+        usleep(400_000)
+        XCTAssertLessThan(rec.rms(rec.window(rec.count - 8820, 8820)), 0.001, "still audible after pause")
+        XCTAssertEqual(try rig.rpc("core.playback.get_state") as? String, "playing", "the house was paused")
+        try playerctl("play")
+        XCTAssertTrue(waitUntil(3) { (try? playerctl("status")) == "Playing" })
+        XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no tone after play")
+    }
+
+    func testPlayResumesAPausedHouse() throws {
+        try playerctl("pause")
+        try rig.rpc("core.playback.pause")
         XCTAssertTrue(waitUntil(2) { (try? playerctl("status")) == "Paused" })
         try playerctl("play")
-        XCTAssertTrue(waitUntil(2) { (try? rig.rpc("core.playback.get_state")) as? String == "playing" })
-        XCTAssertTrue(waitUntil(2) { (try? playerctl("status")) == "Playing" })
+        XCTAssertTrue(waitUntil(3) { (try? rig.rpc("core.playback.get_state")) as? String == "playing" })
+        XCTAssertTrue(waitUntil(3) { (try? playerctl("status")) == "Playing" })
+    }
+
+    func testControlServerPausesTheHouse() throws {
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        try startDaemon(["--control", "server"])
+        XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" })
+        try playerctl("pause")
+        XCTAssertTrue(waitUntil(3) { (try? rig.rpc("core.playback.get_state")) as? String == "paused" })
+        try playerctl("play")
+        XCTAssertTrue(waitUntil(3) { (try? rig.rpc("core.playback.get_state")) as? String == "playing" })
+    }
+
+    func testMopidyKilledAndRestartedIsFollowedAgain() throws {
+        try rig.stop("mopidy", signal: "KILL")
+        // Still on the bus and answering; the stream (Icecast) may still play the last audio.
+        XCTAssertNoThrow(try playerctl("status"))
+        XCTAssertTrue(waitUntil(5) {
+            (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out)?
+                .contains("\"events\":\"disconnected\"") ?? false
+        }, "status does not say Mopidy is gone")
+        try rig.start("mopidy")
+        XCTAssertTrue(waitUntil(40) {
+            guard let t = try? rig.currentTitle() else { return false }
+            return (try? playerctl("metadata", "--format", "{{title}}")) == t && (try? playerctl("status")) == "Playing"
+        }, "bridge did not follow Mopidy after its restart")
+    }
+
+    func testPasswordStaysOutOfArgvLogsAndBus() throws {
+        let pw = rig.info.password
+        XCTAssertTrue(waitUntil(10) {
+            (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out)?
+                .contains("\"stream\":\"playing\"") ?? false
+        }, "the stream did not start")
+        let cmdline = try String(contentsOfFile: "/proc/\(daemon.processIdentifier)/cmdline", encoding: .utf8)
+        XCTAssertFalse(cmdline.contains(pw), "password in argv")
+        let status = try runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment)
+        XCTAssertFalse(status.out.contains(pw), "password in status")
+        XCTAssertTrue(status.out.contains("password=set"), status.out)
+        let all = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
+                                  interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
+        XCTAssertFalse("\(all)".contains(pw), "password on D-Bus")
+        try playerctl("next")
+        let text = daemonLog()
+        XCTAssertTrue(text.contains("playing FLAC"), "the daemon did not log playing: \(text)")
+        XCTAssertFalse(text.contains(pw), "password in the log")
     }
 
     func testGetStaysFastWhileMopidyHangsAndStatusSaysWhy() throws {
@@ -145,5 +272,80 @@ final class BridgeTests: XCTestCase {
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.contains(rig.info.groove_rpc_url), r.out)
         XCTAssertTrue(r.out.contains("\"events\":\"connected\""), r.out)
+    }
+}
+
+/// Configuration errors: exit code and a message that names the file, line and key.
+final class ConfigurationErrorTests: XCTestCase {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("groove-cfg-errors-\(getpid())")
+
+    override func setUpWithError() throws {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    func run(_ args: [String], config: String? = nil, mode: Int = 0o600, env extra: [String: String] = [:]) throws
+        -> (status: Int32, err: String)
+    {
+        var env = ProcessInfo.processInfo.environment
+        env["XDG_CONFIG_HOME"] = dir.path
+        env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent"
+        env.removeValue(forKey: "GROOVE_PASSWORD")
+        for (k, v) in extra { env[k] = v }
+        var argv = [BridgeTests.binary.path] + args
+        if let config {
+            let path = dir.appendingPathComponent("config").path
+            try config.write(toFile: path, atomically: true, encoding: .utf8)
+            chmod(path, mode_t(mode))
+            argv += ["--config", path]
+        }
+        let r = try runCommand(argv, env: env, timeout: 10)
+        return (r.status, r.err)
+    }
+
+    func testErrorsNameFileLineAndKey() throws {
+        let path = dir.appendingPathComponent("config").path
+        var r = try run([], config: "host = 127.0.0.1\ncolour = blue\n")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("\(path):2: unknown key 'colour'"), r.err)
+        r = try run([], config: "# comment\ncontrol = everything\n")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("\(path):2: control: 'everything' is not local or server"), r.err)
+        r = try run([], config: "stream_url = ftp://x\n")
+        XCTAssertTrue(r.err.contains("\(path):1: stream_url"), r.err)
+        r = try run([], config: "just words\n")
+        XCTAssertTrue(r.err.contains("\(path):1: expected 'key = value'"), r.err)
+    }
+
+    func testPasswordInAReadableFileIsRefusedAndNeverEchoed() throws {
+        let r = try run([], config: "host = 127.0.0.1\npassword = hunter2hunter2\n", mode: 0o644)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("refusing a password from a file that group or others can read"), r.err)
+        XCTAssertTrue(r.err.contains("chmod 600"), r.err)
+        XCTAssertFalse(r.err.contains("hunter2hunter2"))
+    }
+
+    func testCommandLineErrors() throws {
+        var r = try run(["--password", "x"])
+        XCTAssertEqual(r.status, 2)
+        XCTAssertTrue(r.err.contains("never taken on the command line"), r.err)
+        r = try run(["--bogus"])
+        XCTAssertEqual(r.status, 2)
+        r = try run(["--volume", "loud"])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("--volume: volume: 'loud' is not server or local"), r.err)
+    }
+
+    func testNoServerConfiguredSaysHow() throws {
+        let r = try run([], env: ["DBUS_SESSION_BUS_ADDRESS": ""])
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("no server configured") || r.err.contains("session bus"), r.err)
+    }
+
+    func testPasswordCommandFailureIsClear() throws {
+        let r = try run([], config: "host = 127.0.0.1\npassword_command = false\n")
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("password_command failed"), r.err)
     }
 }

@@ -79,7 +79,7 @@ final class Rig: @unchecked Sendable {
     /// `scripts/setup` installs them all.
     static let requiredTools = ["python3", "dbus-daemon", "pulseaudio", "pactl", "parec", "icecast2",
                                 "mopidy", "gst-launch-1.0", "ffmpeg", "nginx", "sox", "metaflac",
-                                "playerctl", "gdbus", "dbus-send", "curl"]
+                                "playerctl", "gdbus", "dbus-send", "curl", "desktop-file-validate"]
 
     static func requireTools() throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

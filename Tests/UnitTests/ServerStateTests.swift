@@ -1,3 +1,4 @@
+import Audio
 @testable import Bridge
 import MPRIS
 import Mopidy
@@ -30,6 +31,50 @@ final class ServerStateTests: XCTestCase {
         XCTAssertFalse(s.playerState().canGoNext)
     }
 
+    func testStatusIsWhatThisComputerHears() {
+        var s = ServerState()
+        s.connected = true
+        s.state = .playing
+        s.setCurrent(tl(1))
+        s.localStream = .paused
+        XCTAssertEqual(s.playerState().playbackStatus, .paused, "house plays, this computer does not")
+        for active in [StreamStatus.playing, .buffering, .connecting, .reconnecting(inMs: 500, reason: "x")] {
+            s.localStream = active
+            XCTAssertEqual(s.playerState().playbackStatus, .playing, "\(active)")
+        }
+        s.localStream = .failed(reason: "password", retryInMs: 30_000)
+        XCTAssertEqual(s.playerState().playbackStatus, .paused)
+        s.localStream = .playing
+        s.state = .paused
+        XCTAssertEqual(s.playerState().playbackStatus, .paused, "house paused")
+        s.state = .stopped
+        XCTAssertEqual(s.playerState().playbackStatus, .stopped)
+        // Mopidy gone, audio still flowing: the last track stays while it is heard.
+        s.connected = false
+        s.localStream = .playing
+        XCTAssertEqual(s.playerState().metadata.title, "T1")
+        XCTAssertEqual(s.playerState().playbackStatus, .playing)
+        s.localStream = .reconnecting(inMs: 1000, reason: "down")
+        XCTAssertEqual(s.playerState().metadata, .none)
+        XCTAssertEqual(s.playerState().playbackStatus, .stopped)
+    }
+
+    func testVolumeModeAndPositionWhileLocallyPaused() {
+        var s = ServerState()
+        s.connected = true
+        s.volume = 40
+        s.localVolume = 0.9
+        XCTAssertEqual(s.playerState().volume, 0.4, accuracy: 1e-9)
+        s.volumeMode = .local
+        XCTAssertEqual(s.playerState().volume, 0.9, accuracy: 1e-9)
+        s.state = .playing
+        s.positionMs = 1000
+        s.positionAnchorUs = 0
+        s.localStream = .paused
+        // The house's position goes on; what is published is the house's position now.
+        XCTAssertEqual(s.playerState(nowUs: 2_000_000).positionUs, 3_000_000)
+    }
+
     func testDisconnectedMeansNoControlsThatNeedMopidy() {
         var s = ServerState()
         s.setCurrent(tl(1))
@@ -52,6 +97,7 @@ final class ServerStateTests: XCTestCase {
 
     func testNewTrackDropsStreamTitleAndArt() {
         var s = ServerState()
+        s.connected = true
         s.setCurrent(tl(1))
         s.streamTitle = "Live"
         s.artURL = "file:///a.jpg"
