@@ -561,26 +561,36 @@ public final class StreamPlayer: @unchecked Sendable {
         }
 
         /// Planar Int32 → interleaved little-endian S16 or S32 (24-bit is shifted up), scaled by
-        /// the software volume in fixed point.
+        /// the software volume in fixed point. Written straight into the reused buffer: this loop
+        /// runs for every sample heard.
         private func convert(_ f: DecodedFrame, volume: Double) {
             let ch = f.format.channels, n = f.samples
             let bps = f.format.sinkBytesPerSample
-            pcm.removeAll(keepingCapacity: true)
-            pcm.reserveCapacity(n * ch * bps)
+            let count = n * ch * bps
+            if pcm.count != count { pcm = [UInt8](repeating: 0, count: count) }
             let gain = Int64((volume * 65536).rounded())
-            let shift = bps == 2 ? 16 - f.format.bitsPerSample : 32 - f.format.bitsPerSample
-            for i in 0..<n {
+            let shift = Int64(max(0, (bps == 2 ? 16 : 32) - f.format.bitsPerSample))
+            pcm.withUnsafeMutableBytes { raw in
                 for c in 0..<ch {
                     guard let plane = f.planes[c] else { continue }
-                    var v = Int64(plane[i]) << Int64(max(0, shift))
-                    if gain != 65536 { v = (v * gain) >> 16 }
                     if bps == 2 {
-                        let s = UInt16(bitPattern: Int16(clamping: v))
-                        pcm.append(UInt8(truncatingIfNeeded: s)); pcm.append(UInt8(truncatingIfNeeded: s >> 8))
+                        let out = raw.bindMemory(to: Int16.self)
+                        var o = c
+                        for i in 0..<n {
+                            var v = Int64(plane[i]) << shift
+                            if gain != 65536 { v = (v * gain) >> 16 }
+                            out[o] = Int16(clamping: v).littleEndian
+                            o += ch
+                        }
                     } else {
-                        let s = UInt32(bitPattern: Int32(clamping: v))
-                        pcm.append(UInt8(truncatingIfNeeded: s)); pcm.append(UInt8(truncatingIfNeeded: s >> 8))
-                        pcm.append(UInt8(truncatingIfNeeded: s >> 16)); pcm.append(UInt8(truncatingIfNeeded: s >> 24))
+                        let out = raw.bindMemory(to: Int32.self)
+                        var o = c
+                        for i in 0..<n {
+                            var v = Int64(plane[i]) << shift
+                            if gain != 65536 { v = (v * gain) >> 16 }
+                            out[o] = Int32(clamping: v).littleEndian
+                            o += ch
+                        }
                     }
                 }
             }

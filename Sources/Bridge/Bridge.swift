@@ -14,6 +14,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Cover art downloads, apart from the RPC worker so a slow image never delays a command.
     private let artWorker = SerialWorker(name: "cover-art")
     private let art: ArtCache
+    /// Used only on the cover-art worker.
+    private let notifier: Notifier
     private let server = Mutex(ServerState())
     private let stats = Mutex(Stats())
     private let settings: Mutex<Config>
@@ -33,6 +35,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
                 onQuit: @escaping @Sendable () -> Void) {
         client = MopidyClient(endpoints: endpoints)
         art = ArtCache(directory: artDirectory)
+        notifier = Notifier(busAddress: nil)
         settings = Mutex(config)
         self.onQuit = onQuit
         if let url = config.effectiveStreamURL {
@@ -203,22 +206,27 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
 
     /// Finds, downloads and publishes the track's cover after its metadata went out. No image:
-    /// no `mpris:artUrl` key, never a broken one.
+    /// no `mpris:artUrl` key, never a broken one. Then the track-change notification, if wanted.
     private func fetchArt(for track: Track) {
         let uri = track.uri
         artWorker.submit { [self] in
             guard server.withLock({ $0.current?.track.uri == uri }) else { return }
+            var file: String? = nil
             do {
-                guard let image = try client.images(for: uri).first else {
+                if let image = try client.images(for: uri).first {
+                    let f = try art.localURI(for: image.uri, base: client.endpoints.httpBase)
+                    file = f
+                    worker.submit { [self] in
+                        apply { s in if s.current?.track.uri == uri { s.artURL = f } }
+                    }
+                } else {
                     Log.debug("cover art: none for \(uri)")
-                    return
-                }
-                let file = try art.localURI(for: image.uri, base: client.endpoints.httpBase)
-                worker.submit { [self] in
-                    apply { s in if s.current?.track.uri == uri { s.artURL = file } }
                 }
             } catch {
                 Log.warning("cover art for \(uri): \(error)")
+            }
+            if config.notify, server.withLock({ $0.current?.track.uri == uri }) {
+                notifier.trackChanged(track, artURI: file)
             }
         }
     }

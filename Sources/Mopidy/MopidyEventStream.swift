@@ -72,9 +72,13 @@ public final class MopidyEventStream: Sendable {
                 let conn = try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit)
                 state.withLock { $0.connection = conn }
                 Log.info("events: connected to \(conn.url)")
-                backoff.reset()
+                let since = monotonicMs()
                 delegate.eventStreamConnected(url: conn.url)
-                reason = readLoop(conn)
+                let (why, delivered) = readLoop(conn)
+                reason = why
+                // Only a connection that proved healthy resets the backoff: a server that accepts
+                // and then breaks every socket must not be retried at the fastest rate forever.
+                if delivered > 0 || monotonicMs() - since >= 10_000 { backoff.reset() }
                 state.withLock { $0.connection = nil }
                 conn.closeGracefully(timeoutMs: 200)
             } catch {
@@ -88,13 +92,14 @@ public final class MopidyEventStream: Sendable {
         }
     }
 
-    /// Reads until the connection breaks; returns why.
-    private func readLoop(_ conn: WebSocketConnection) -> String {
+    /// Reads until the connection breaks; returns why, and how many events it delivered.
+    private func readLoop(_ conn: WebSocketConnection) -> (String, Int) {
+        var delivered = 0
         while true {
             let message: WebSocketMessage
             do throws(WebSocketError) { message = try conn.receive() } catch {
-                if case .interrupted = error { return "disconnected on request" }
-                return error.description
+                if case .interrupted = error { return ("disconnected on request", delivered) }
+                return (error.description, delivered)
             }
             guard case .text(let text) = message else {
                 Log.debug("events: ignoring a binary message from \(conn.url)")
@@ -106,6 +111,7 @@ public final class MopidyEventStream: Sendable {
                     Log.debug("events: ignoring event \(name)")
                     continue
                 }
+                delivered += 1
                 delegate.eventStreamReceived(event)
             } catch {
                 Log.warning("events: \(conn.url): \(error); message ignored")

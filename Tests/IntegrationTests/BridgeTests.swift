@@ -2,6 +2,7 @@ import DBus
 import Foundation
 import MPRIS
 import Support
+import Synchronization
 import XCTest
 
 /// The groove-bridge binary against the rig's Mopidy (Groove URL layout, through nginx), on the
@@ -201,6 +202,54 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(3) { (try? rig.rpc("core.playback.get_state")) as? String == "paused" })
         try playerctl("play")
         XCTAssertTrue(waitUntil(3) { (try? rig.rpc("core.playback.get_state")) as? String == "playing" })
+    }
+
+    /// Debian's notification servers (notification-daemon, dunst) need a display, so a recording
+    /// stand-in takes the name on the rig's bus.
+    final class NotificationServer: DBusObject, @unchecked Sendable {
+        let calls = Mutex<[(replaces: UInt32, summary: String, body: String, icon: String)]>([])
+        func handle(_ call: MethodCall) -> MethodReply {
+            switch call.member {
+            case "Notify":
+                guard call.signature == "susssasa{sv}i", case .uint32(let replaces) = call.args[1] else {
+                    return .invalidArgs("Notify takes susssasa{sv}i, not \(call.signature)")
+                }
+                let id = calls.withLock { c -> UInt32 in
+                    c.append((replaces, call.args[3].stringValue ?? "", call.args[4].stringValue ?? "", call.args[2].stringValue ?? ""))
+                    return replaces == 0 ? 41 : replaces
+                }
+                return .values([.uint32(id)])
+            case "GetCapabilities": return .values([.strings(["body"])])
+            default: return .error(name: "org.freedesktop.DBus.Error.UnknownMethod", message: call.member)
+            }
+        }
+    }
+
+    func testNotificationPerTrackChangeReplacingThePrevious() throws {
+        let notifications = try DBusConnection(address: rig.info.bus_address)
+        let server = NotificationServer()
+        notifications.register(path: "/org/freedesktop/Notifications", object: server)
+        XCTAssertEqual(try notifications.requestName("org.freedesktop.Notifications"), .primaryOwner)
+        notifications.start(onDisconnect: {})
+        defer { notifications.stop() }
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        try startDaemon(["--notify"])
+        XCTAssertTrue(waitUntil(10) { server.calls.withLock { $0.count } == 1 }, "no notification for the current track")
+        let title = try rig.currentTitle() ?? ""
+        XCTAssertEqual(server.calls.withLock { $0[0].summary }, title)
+        try playerctl("next")
+        XCTAssertTrue(waitUntil(5) { server.calls.withLock { $0.count } == 2 }, "no notification after next")
+        let second = server.calls.withLock { $0[1] }
+        XCTAssertEqual(second.replaces, 41, "the second popup must replace the first")
+        XCTAssertNotEqual(second.summary, title)
+        // Pause and volume changes are not track changes.
+        try playerctl("pause")
+        try playerctl("volume", "0.5")
+        try playerctl("play")
+        usleep(1_500_000)
+        XCTAssertEqual(server.calls.withLock { $0.count }, 2, "a popup for a pause or a volume change")
+        _ = try? rig.rpc("core.mixer.set_volume", ["volume": 100])
     }
 
     func testMopidyKilledAndRestartedIsFollowedAgain() throws {

@@ -1,0 +1,52 @@
+import DBus
+import Mopidy
+import Support
+
+/// Desktop notifications (org.freedesktop.Notifications) for track changes: one popup per track,
+/// each replacing the previous one (`replaces_id`), never one per pause or volume change.
+/// Blocking calls on a client connection of its own: use it from one worker thread only.
+final class Notifier: @unchecked Sendable {
+    private let busAddress: String?
+    private var connection: DBusConnection? = nil
+    private var lastID: UInt32 = 0
+    private var lastURI: String? = nil
+
+    init(busAddress: String?) { self.busAddress = busAddress }
+
+    func trackChanged(_ track: Track, artURI: String?) {
+        guard track.uri != lastURI else { return }
+        lastURI = track.uri
+        do throws(DBusFailure) {
+            if connection == nil { connection = try DBusConnection(address: busAddress) }
+            let body = [track.artists.joined(separator: ", "), track.album ?? ""].filter { !$0.isEmpty }.joined(separator: " — ")
+            let reply = try connection!.call(
+                destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                interface: "org.freedesktop.Notifications", member: "Notify",
+                args: [.string("Groove Audio"), .uint32(lastID), .string(artURI ?? "groove-bridge"),
+                       .string(track.name ?? track.uri), .string(escapeMarkup(body)),
+                       .strings([]),
+                       .vardict([("desktop-entry", .string("groove-bridge")), ("category", .string("x-gnome.music")),
+                                 ("transient", .bool(true))]),
+                       .int32(-1)],
+                timeoutMs: 2000)
+            if case .uint32(let id)? = reply.first { lastID = id }
+        } catch {
+            Log.warning("notification not shown: \(error.message)")
+            connection = nil
+        }
+    }
+
+    /// The body may carry markup; artist names must not.
+    private func escapeMarkup(_ s: String) -> String {
+        var out = ""
+        for c in s {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""A misbehaving Mopidy, for what a real one cannot be made to do. Serves on 127.0.0.1, a free
+port printed on stdout; exits when its parent does. Counts connections per path (GET /count/PATH).
+
+POST /rpc/MODE    ok | html502 | notjson | error | wrongid | huge | badutf8 | slow | nullresult
+GET  /ws/MODE     (WebSocket) fragmented | pingflood | garbage | oversize | badaccept |
+                  nohandshake | close | binary | invalidjson
+"""
+import base64
+import hashlib
+import json
+import os
+import socket
+import socketserver
+import sys
+import threading
+import time
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+EVENT = json.dumps({"event": "volume_changed", "volume": 42}).encode()
+counts = {}
+lock = threading.Lock()
+
+
+def frame(op, payload, fin=True):
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | op])
+    if n < 126:
+        head += bytes([n])
+    elif n < 65536:
+        head += bytes([126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([127]) + n.to_bytes(8, "big")
+    return head + payload
+
+
+class Handler(socketserver.BaseRequestHandler):
+    def handle(self):
+        s = self.request
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                return
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+        with lock:
+            counts[path] = counts.get(path, 0) + 1
+        if path.startswith("/count/"):
+            return self.reply(s, 200, str(counts.get(path[6:], 0)).encode(), "text/plain")
+        if method == "POST" and path.startswith("/rpc/"):
+            length = int(headers.get("content-length", 0))
+            while len(body) < length:
+                body += s.recv(65536)
+            return self.rpc(s, path[5:], json.loads(body))
+        if path.startswith("/ws/"):
+            return self.ws(s, path[4:], headers)
+        self.reply(s, 404, b"no", "text/plain")
+
+    def reply(self, s, status, body, ctype):
+        s.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                  f"Connection: close\r\n\r\n".encode() + body)
+
+    def rpc(self, s, mode, req):
+        rid = req.get("id")
+        if mode == "ok":
+            return self.reply(s, 200, json.dumps({"jsonrpc": "2.0", "id": rid, "result": "3.4.1"}).encode(), "application/json")
+        if mode == "nullresult":
+            return self.reply(s, 200, json.dumps({"jsonrpc": "2.0", "id": rid, "result": None}).encode(), "application/json")
+        if mode == "html502":
+            return self.reply(s, 502, b"<html><head><title>502 Bad Gateway</title></head></html>", "text/html")
+        if mode == "notjson":
+            return self.reply(s, 200, b"Mopidy is starting, please wait", "text/plain")
+        if mode == "error":
+            err = {"code": -32601, "message": "Method not found", "data": {"message": "no such method"}}
+            return self.reply(s, 200, json.dumps({"jsonrpc": "2.0", "id": rid, "error": err}).encode(), "application/json")
+        if mode == "wrongid":
+            return self.reply(s, 200, json.dumps({"jsonrpc": "2.0", "id": 999999, "result": 1}).encode(), "application/json")
+        if mode == "huge":
+            return self.reply(s, 200, b'{"jsonrpc":"2.0","id":1,"result":"' + b"x" * (20 << 20) + b'"}', "application/json")
+        if mode == "badutf8":
+            return self.reply(s, 200, b'{"jsonrpc":"2.0","id":%d,"result":"\xc3\x28"}' % rid, "application/json")
+        if mode == "slow":
+            time.sleep(30)
+        s.close()
+
+    def ws(self, s, mode, headers):
+        if mode == "nohandshake":
+            time.sleep(30)
+            return
+        accept = base64.b64encode(hashlib.sha1(headers.get("sec-websocket-key", "").encode() + GUID).digest()).decode()
+        if mode == "badaccept":
+            accept = "AAAA" + accept[4:]
+        s.sendall(f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+        if mode == "fragmented":
+            s.sendall(frame(1, EVENT[:10], fin=False) + frame(9, b"hi") + frame(0, EVENT[10:20], fin=False))
+            time.sleep(0.2)
+            s.sendall(frame(0, EVENT[20:], fin=True))
+        elif mode == "pingflood":
+            s.sendall(b"".join(frame(9, str(i).encode()) for i in range(2000)) + frame(1, EVENT))
+        elif mode == "garbage":
+            # Reserved bits set in the first byte: never a valid frame, whatever follows.
+            s.sendall(b"\xf3" + os.urandom(63))
+        elif mode == "oversize":
+            s.sendall(bytes([0x81, 127]) + (64 << 20).to_bytes(8, "big") + b"x" * 1000)
+        elif mode == "close":
+            s.sendall(frame(8, (1001).to_bytes(2, "big") + b"going away"))
+        elif mode == "binary":
+            s.sendall(frame(2, b"\x00\x01") + frame(1, EVENT))
+        elif mode == "invalidjson":
+            s.sendall(frame(1, b"{not json") + frame(1, b'{"event": "volume_changed", "volume": "loud"}') + frame(1, EVENT))
+        # Keep the connection until the client goes (pongs and close frames are read and dropped).
+        s.settimeout(10)
+        try:
+            while s.recv(65536):
+                pass
+        except OSError:
+            pass
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def exit_with_parent():
+    parent = os.getppid()
+    while os.getppid() == parent:
+        time.sleep(0.5)
+    os._exit(0)
+
+
+threading.Thread(target=exit_with_parent, daemon=True).start()
+srv = Server(("127.0.0.1", 0), Handler)
+print(srv.server_address[1], flush=True)
+srv.serve_forever()
