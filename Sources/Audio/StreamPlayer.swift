@@ -174,6 +174,7 @@ public final class StreamPlayer: @unchecked Sendable {
         // Written by the decoder thread; read by the network thread when the transfer ends.
         private let lock = Monitor()
         private var _failure: String? = nil
+        private var _failureIsPermanent = true
         private var _playedMs = 0
         private var _decoderDone = false
         init(ring: ByteRing, generation: Int, url: String) {
@@ -181,9 +182,13 @@ public final class StreamPlayer: @unchecked Sendable {
             self.generation = generation
             self.url = url
         }
-        var failure: String? { lock.withLock { _failure } }
-        func fail(_ reason: String) {
-            lock.withLock { _failure = reason }
+        var failure: (reason: String, permanent: Bool)? {
+            lock.withLock { _failure.map { ($0, _failureIsPermanent) } }
+        }
+        /// Ends this connection. `permanent`: retrying soon will not help (not FLAC); otherwise
+        /// (the sound server went away) the usual backoff applies.
+        func fail(_ reason: String, permanent: Bool = true) {
+            lock.withLock { _failure = reason; _failureIsPermanent = permanent }
             ring.cancel()
         }
         var playedMs: Int { lock.withLock { _playedMs } }
@@ -244,7 +249,8 @@ public final class StreamPlayer: @unchecked Sendable {
             if s.playedMs >= 10_000 { backoff.reset() }
             let next: StreamStatus
             if let failure = s.failure {
-                next = .failed(reason: failure, retryInMs: config.slowRetryMs)
+                next = failure.permanent ? .failed(reason: failure.reason, retryInMs: config.slowRetryMs)
+                    : .reconnecting(inMs: backoff.nextDelayMs(), reason: failure.reason)
             } else {
                 switch end {
                 case .httpStatus(401), .httpStatus(403):
@@ -317,6 +323,8 @@ public final class StreamPlayer: @unchecked Sendable {
             if case .bytes(let n) = r {
                 if have == 0 { firstByteMs = monotonicMs() }
                 have += n
+                // The magic bytes decide at once; only an inconclusive start waits for more.
+                if head.starts(with: Array("OggS".utf8)) || head.starts(with: Array("fLaC".utf8)) { break }
             } else { break }
         }
         head.removeLast(head.count - have)
@@ -423,10 +431,10 @@ public final class StreamPlayer: @unchecked Sendable {
             return .bytes(n)
         }
 
-        /// While joining, waits at most 50 ms: a pause in the data means Icecast's burst is over.
+        /// While joining, waits at most 30 ms: a pause in the data means Icecast's burst is over.
         private func fromRing(into buf: UnsafeMutableRawBufferPointer, output: Output) -> DecoderInput {
             while true {
-                let deadline = output.joining ? monotonicMs() + 50 : nil
+                let deadline = output.joining ? monotonicMs() + 30 : nil
                 switch ring.read(into: buf, deadlineMs: deadline) {
                 case .bytes(let n): return .bytes(n)
                 case .ended: return .end
@@ -493,9 +501,9 @@ public final class StreamPlayer: @unchecked Sendable {
             return f.milliseconds(frames: chunk.count / f.sinkBytesPerFrame)
         }
 
-        /// The data paused for 50 ms: the burst is over if we hold a join buffer's worth.
+        /// The data paused: the burst is over if we hold a join buffer's worth.
         func burstPaused() {
-            if joining && pendingMs >= joinBufferMs && monotonicMs() - joinStartedMs >= 100 { endJoin() }
+            if joining && pendingMs >= joinBufferMs { endJoin() }
         }
 
         func endJoin() {
@@ -512,14 +520,15 @@ public final class StreamPlayer: @unchecked Sendable {
             }
         }
 
-        /// Writes to the sink in pieces of 20 ms so that a pause stops output promptly.
+        /// Writes to the sink in pieces of 50 ms: a pause is noticed between two (and the sink is
+        /// flushed), while the sound server's thread is not woken for every few samples.
         private func play(_ bytes: [UInt8], format: AudioFormat) -> Bool {
             if sink?.format != format {
                 sink = nil
                 do throws(SinkError) { sink = try PulseSink(format: format, server: server, sink: sinkName) } catch {
                     player.note(error: error.message)
                     Log.error("stream: \(error.message)")
-                    session.fail(error.message)
+                    session.fail(error.message, permanent: false)
                     return false
                 }
                 Log.info("stream: playing \(format)")
@@ -530,7 +539,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 announcedPlaying = true
                 player.setStatus(.playing)
             }
-            let piece = max(format.sinkBytesPerFrame, format.sampleRate / 50 * format.sinkBytesPerFrame)
+            let piece = max(format.sinkBytesPerFrame, format.sampleRate / 20 * format.sinkBytesPerFrame)
             var offset = 0
             while offset < bytes.count {
                 if session.ring.isCancelled { return false }
@@ -545,7 +554,7 @@ public final class StreamPlayer: @unchecked Sendable {
                     player.note(error: error.message)
                     Log.error("stream: \(error.message)")
                     sink = nil
-                    session.fail(error.message)
+                    session.fail(error.message, permanent: false)
                     return false
                 }
                 offset += n
@@ -558,6 +567,20 @@ public final class StreamPlayer: @unchecked Sendable {
                 player.monitor.withLock { player.figures.bufferedMs = ms }
             }
             return true
+        }
+
+        @inline(__always)
+        private func interleave<T: FixedWidthInteger>(_: T.Type, _ plane: UnsafePointer<Int32>,
+                                                      into raw: UnsafeMutableRawBufferPointer, channel c: Int,
+                                                      of ch: Int, samples n: Int, shift: Int64, gain: Int64) {
+            let out = raw.bindMemory(to: T.self)
+            var o = c
+            for i in 0..<n {
+                var v = Int64(plane[i]) << shift
+                if gain != 65536 { v = (v * gain) >> 16 }
+                out[o] = T(clamping: v).littleEndian
+                o += ch
+            }
         }
 
         /// Planar Int32 → interleaved little-endian S16 or S32 (24-bit is shifted up), scaled by
@@ -574,23 +597,9 @@ public final class StreamPlayer: @unchecked Sendable {
                 for c in 0..<ch {
                     guard let plane = f.planes[c] else { continue }
                     if bps == 2 {
-                        let out = raw.bindMemory(to: Int16.self)
-                        var o = c
-                        for i in 0..<n {
-                            var v = Int64(plane[i]) << shift
-                            if gain != 65536 { v = (v * gain) >> 16 }
-                            out[o] = Int16(clamping: v).littleEndian
-                            o += ch
-                        }
+                        interleave(Int16.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
                     } else {
-                        let out = raw.bindMemory(to: Int32.self)
-                        var o = c
-                        for i in 0..<n {
-                            var v = Int64(plane[i]) << shift
-                            if gain != 65536 { v = (v * gain) >> 16 }
-                            out[o] = Int32(clamping: v).littleEndian
-                            o += ch
-                        }
+                        interleave(Int32.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
                     }
                 }
             }

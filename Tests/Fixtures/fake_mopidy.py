@@ -3,6 +3,7 @@
 port printed on stdout; exits when its parent does. Counts connections per path (GET /count/PATH).
 
 POST /rpc/MODE    ok | html502 | notjson | error | wrongid | huge | badutf8 | slow | nullresult
+GET  /art/MODE    404 | endless (a JPEG that never ends) | huge (50 MB) | html | ok (a small JPEG)
 GET  /ws/MODE     (WebSocket) fragmented | pingflood | garbage | oversize | badaccept |
                   nohandshake | close | binary | invalidjson
 """
@@ -58,6 +59,8 @@ class Handler(socketserver.BaseRequestHandler):
             return self.rpc(s, path[5:], json.loads(body))
         if path.startswith("/ws/"):
             return self.ws(s, path[4:], headers)
+        if path.startswith("/art/"):
+            return self.art(s, path[5:])
         self.reply(s, 404, b"no", "text/plain")
 
     def reply(self, s, status, body, ctype):
@@ -86,6 +89,25 @@ class Handler(socketserver.BaseRequestHandler):
         if mode == "slow":
             time.sleep(30)
         s.close()
+
+    def art(self, s, mode):
+        jpeg = b"\xff\xd8\xff\xe0" + b"\0" * 1000
+        if mode == "404":
+            return self.reply(s, 404, b"<html>not found</html>", "text/html")
+        if mode == "html":
+            return self.reply(s, 200, b"<html>login</html>", "text/html")
+        if mode == "ok":
+            return self.reply(s, 200, jpeg, "image/jpeg")
+        if mode == "huge":
+            return self.reply(s, 200, jpeg + b"\0" * (50 << 20), "image/jpeg")
+        if mode == "endless":
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: image/jpeg\r\n\r\n" + jpeg)
+            try:
+                while True:
+                    s.sendall(b"\0" * 1024)
+                    time.sleep(0.05)
+            except OSError:
+                return
 
     def ws(self, s, mode, headers):
         if mode == "nohandshake":

@@ -252,6 +252,101 @@ final class BridgeTests: XCTestCase {
         _ = try? rig.rpc("core.mixer.set_volume", ["volume": 100])
     }
 
+    func testLocalVolumeScalesOnlyThisComputer() throws {
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        try startDaemon(["--volume", "local"])
+        let rec = try Recorder(rig: rig)
+        recorder = rec
+        let tones = rig.info.tracks.map(\.freq)
+        XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 8))
+        let full = rec.rms(rec.window(rec.count - 4410, 4410))
+        try playerctl("volume", "0.3")
+        XCTAssertTrue(waitUntil(2) { Double((try? playerctl("volume")) ?? "") == 0.3 })
+        usleep(800_000)
+        let quiet = rec.rms(rec.window(rec.count - 4410, 4410))
+        XCTAssertEqual(quiet / full, 0.3, accuracy: 0.05, "heard level \(quiet) vs \(full)")
+        XCTAssertEqual(try rig.rpc("core.mixer.get_volume") as? Int, 100, "the house volume changed")
+    }
+
+    func testSessionBusGoingAwayEndsTheBridgeCleanly() throws {
+        try rig.stop("dbus")
+        var restarted = false
+        defer { if !restarted { try? rig.start("dbus") } }
+        XCTAssertTrue(waitUntil(5) { !daemon.isRunning }, "the bridge outlived its session bus")
+        XCTAssertEqual(daemon.terminationStatus, 0)
+        XCTAssertTrue(daemonLog().contains("the session bus went away; exiting"))
+        try rig.start("dbus")
+        restarted = true
+        client = try DBusConnection(address: rig.info.bus_address)
+    }
+
+    func status() -> String {
+        (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out) ?? ""
+    }
+
+    func testWrongPasswordFixedInTheConfigAndReloaded() throws {
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        let cfg = configDir.appendingPathComponent("config")
+        func write(_ pw: String) throws {
+            try "stream_url = \(rig.info.stream_url)\npassword = \(pw)\n".write(to: cfg, atomically: true, encoding: .utf8)
+            chmod(cfg.path, 0o600)
+        }
+        try write("not-the-password")
+        var env = daemonEnvironment
+        env.removeValue(forKey: "GROOVE_PASSWORD")
+        try startDaemon(["--config", cfg.path], environment: env)
+        XCTAssertTrue(waitUntil(10) { status().contains("refused the password for user 'listener'") }, status())
+        XCTAssertEqual(try playerctl("status"), "Paused", "nothing is heard, so not Playing")
+        try write(rig.info.password)
+        kill(daemon.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitUntil(8) { status().contains("\"stream\":\"playing\"") }, "not playing after the fix: \(status())")
+        XCTAssertEqual(try playerctl("status"), "Playing")
+        XCTAssertFalse(daemonLog().contains("not-the-password"), "the wrong password was logged")
+    }
+
+    func testThirtySecondOutageNoHotLoopAlwaysAnswering() throws {
+        XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") })
+        let pid = daemon.processIdentifier
+        func cpuSeconds() -> Double {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            return tasks.reduce(0.0) { sum, tid in
+                let t = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/schedstat", encoding: .utf8)) ?? "0"
+                return sum + (Double(t.split(separator: " ").first ?? "0") ?? 0) / 1e9
+            }
+        }
+        try rig.stop("icecast", signal: "KILL")
+        try rig.stop("mopidy", signal: "KILL")
+        var restarted = false
+        defer { if !restarted { try? rig.start("icecast"); try? rig.start("mopidy") } }
+        let cpu0 = cpuSeconds()
+        var worst: Int64 = 0
+        for _ in 0..<30 {
+            let t0 = monotonicUs()
+            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
+                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
+            worst = max(worst, monotonicUs() - t0)
+            usleep(1_000_000)
+        }
+        let cpu = cpuSeconds() - cpu0
+        let s = status()
+        print("30 s outage: CPU \(cpu) s, slowest GetAll \(worst) µs")
+        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs during the outage")
+        XCTAssertLessThan(cpu, 0.3, "more than 1 % CPU during the outage")
+        XCTAssertTrue(s.contains("\"events\":\"disconnected\""), s)
+        XCTAssertTrue(s.contains("reconnecting") || s.contains("failed"), s)
+        try rig.start("icecast")
+        try rig.start("mopidy")
+        restarted = true
+        XCTAssertTrue(waitUntil(45) { status().contains("\"stream\":\"playing\"") && status().contains("\"events\":\"connected\"") },
+                      "did not recover: \(status())")
+        let text = daemonLog()
+        let attempts = text.components(separatedBy: "retrying in").count - 1 + text.components(separatedBy: "reconnecting in").count - 1
+        print("connection attempts logged during the outage: \(attempts)")
+        XCTAssertLessThan(attempts, 25, "hot loop: \(attempts) retries")
+    }
+
     func testMopidyKilledAndRestartedIsFollowedAgain() throws {
         try rig.stop("mopidy", signal: "KILL")
         // Still on the bus and answering; the stream (Icecast) may still play the last audio.

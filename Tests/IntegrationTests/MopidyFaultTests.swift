@@ -58,6 +58,22 @@ final class MopidyFaultTests: XCTestCase {
         XCTAssertNil(try client("nullresult").currentTlTrack())
     }
 
+    func testCoverArtFaultsLeaveNoBrokenFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("groove-art-faults-\(getpid())")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let cache = ArtCache(directory: dir.path, maxImageBytes: 5 << 20, timeouts: HTTPTimeouts(connectMs: 1000, totalMs: 2000))
+        XCTAssertTrue(try cache.localURI(for: "/art/ok", base: base).hasPrefix("file://"))
+        for (mode, expect) in [("404", "HTTP 404"), ("html", "not an image"), ("huge", "larger than"), ("endless", "imed out")] {
+            let t0 = monotonicMs()
+            XCTAssertThrowsError(try cache.localURI(for: "/art/\(mode)", base: base), mode) {
+                XCTAssertTrue("\($0)".contains(expect), "\(mode): \($0)")
+            }
+            XCTAssertLessThan(monotonicMs() - t0, 4000, "\(mode) took too long")
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+        XCTAssertEqual(files.count, 1, "partial or broken files left: \(files)")
+    }
+
     func stream(_ mode: String, collector: EventCollector) -> MopidyEventStream {
         MopidyEventStream(url: "ws://127.0.0.1:\(Self.port)/ws/\(mode)", delegate: collector, messageLimit: 1 << 20,
                           connectTimeoutMs: 1000)

@@ -129,6 +129,21 @@ final class StreamPlayerTests: XCTestCase {
         }
     }
 
+    func testSoundServerRestartedUnderIt() throws {
+        let log = StatusLog()
+        let p = player(rig.info.stream_url, log: log)
+        p.play()
+        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 6))
+        recorder.stop()
+        try rig.stop("pulse", signal: "KILL")
+        XCTAssertTrue(waitUntil(5) { if case .reconnecting = p.currentStatus { return true }; return false },
+                      "sound server loss not noticed: \(p.currentStatus)")
+        try rig.start("pulse")
+        recorder = try Recorder(rig: rig)
+        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 15),
+                        "no audio on the new sound server: \(log.all)")
+    }
+
     func testStallIsDetectedAndRecovered() throws {
         let log = StatusLog()
         let p = player(rig.info.stream_url, configure: { $0.stallSeconds = 3 }, log: log)
