@@ -22,6 +22,8 @@ let package = Package(
         .target(name: "Audio", dependencies: ["Support", "Net", "CFLAC", "CPulse"]),
         .target(name: "Bridge", dependencies: ["Support", "MPRIS", "Mopidy", "Audio"]),
         .executableTarget(name: "groove-bridge", dependencies: ["Support", "Net", "DBus", "MPRIS", "Mopidy", "Bridge"]),
+        // Decoder + conversion alone, for instruction counts under callgrind (not installed).
+        .executableTarget(name: "groove-decode-bench", dependencies: ["Audio"]),
 
         .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),

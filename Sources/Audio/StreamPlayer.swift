@@ -460,6 +460,7 @@ public final class StreamPlayer: @unchecked Sendable {
         var pendingMs = 0
         var skippedMs = 0
         var pcm: [UInt8] = []
+        let converter = PCMConverter()
         var lastLatencyCheckMs = 0
         var announcedPlaying = false
 
@@ -478,7 +479,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 player.figures.format = f.format
                 return player.volume
             }
-            convert(f, volume: volume)
+            converter.convert(f, volume: volume, into: &pcm)
             let ms = f.format.milliseconds(frames: f.samples)
             if joining {
                 if pendingFormat != f.format { pending.removeAll(); pendingMs = 0; pendingFormat = f.format }
@@ -569,40 +570,5 @@ public final class StreamPlayer: @unchecked Sendable {
             return true
         }
 
-        @inline(__always)
-        private func interleave<T: FixedWidthInteger>(_: T.Type, _ plane: UnsafePointer<Int32>,
-                                                      into raw: UnsafeMutableRawBufferPointer, channel c: Int,
-                                                      of ch: Int, samples n: Int, shift: Int64, gain: Int64) {
-            let out = raw.bindMemory(to: T.self)
-            var o = c
-            for i in 0..<n {
-                var v = Int64(plane[i]) << shift
-                if gain != 65536 { v = (v * gain) >> 16 }
-                out[o] = T(clamping: v).littleEndian
-                o += ch
-            }
-        }
-
-        /// Planar Int32 → interleaved little-endian S16 or S32 (24-bit is shifted up), scaled by
-        /// the software volume in fixed point. Written straight into the reused buffer: this loop
-        /// runs for every sample heard.
-        private func convert(_ f: DecodedFrame, volume: Double) {
-            let ch = f.format.channels, n = f.samples
-            let bps = f.format.sinkBytesPerSample
-            let count = n * ch * bps
-            if pcm.count != count { pcm = [UInt8](repeating: 0, count: count) }
-            let gain = Int64((volume * 65536).rounded())
-            let shift = Int64(max(0, (bps == 2 ? 16 : 32) - f.format.bitsPerSample))
-            pcm.withUnsafeMutableBytes { raw in
-                for c in 0..<ch {
-                    guard let plane = f.planes[c] else { continue }
-                    if bps == 2 {
-                        interleave(Int16.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
-                    } else {
-                        interleave(Int32.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
-                    }
-                }
-            }
-        }
     }
 }

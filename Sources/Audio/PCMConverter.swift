@@ -1,0 +1,78 @@
+/// Decoded FLAC (planar Int32) to what the sound server takes: interleaved little-endian S16, or
+/// S32 for anything wider (24-bit is shifted up), scaled by the software volume in fixed point.
+/// Stateless; this loop runs for every sample heard.
+public struct PCMConverter: Sendable {
+    public init() {}
+
+    /// Writes `f` into `pcm`, reusing its storage when the size is unchanged.
+    public func convert(_ f: DecodedFrame, volume: Double, into pcm: inout [UInt8]) {
+        let ch = f.format.channels, n = f.samples
+        let bps = f.format.sinkBytesPerSample
+        let count = n * ch * bps
+        if pcm.count != count { pcm = [UInt8](repeating: 0, count: count) }
+        let gain = Int64((volume * 65536).rounded())
+        let shift = Int64(max(0, (bps == 2 ? 16 : 32) - f.format.bitsPerSample))
+        pcm.withUnsafeMutableBytes { raw in
+            for c in 0..<ch {
+                guard let plane = f.planes[c] else { continue }
+                if bps == 2 {
+                    interleave(Int16.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
+                } else {
+                    interleave(Int32.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
+                }
+            }
+        }
+    }
+
+    @inline(__always)
+    private func interleave<T: FixedWidthInteger>(_: T.Type, _ plane: UnsafePointer<Int32>,
+                                                  into raw: UnsafeMutableRawBufferPointer, channel c: Int,
+                                                  of ch: Int, samples n: Int, shift: Int64, gain: Int64) {
+        let out = raw.bindMemory(to: T.self)
+        var o = c
+        for i in 0..<n {
+            var v = Int64(plane[i]) << shift
+            if gain != 65536 { v = (v * gain) >> 16 }
+            out[o] = T(clamping: v).littleEndian
+            o += ch
+        }
+    }
+}
+
+/// Decodes a FLAC file through the same decoder and conversion path as the stream player, with
+/// no network and no sound server: what `groove-decode-bench` runs under callgrind to count
+/// instructions repeatably.
+public enum DecodeBenchmark {
+    public struct Figures: Sendable {
+        public var samples = 0
+        public var bytesOut = 0
+        public var checksum: UInt64 = 0
+    }
+
+    public static func run(file bytes: [UInt8], ogg: Bool, volume: Double = 1.0) -> Figures? {
+        var figures = Figures()
+        var offset = 0
+        var pcm: [UInt8] = []
+        let converter = PCMConverter()
+        guard let decoder = FLACDecoder(
+            container: ogg ? .ogg : .native,
+            read: { buf in
+                guard offset < bytes.count else { return .end }
+                let n = min(buf.count, bytes.count - offset)
+                bytes.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+                offset += n
+                return .bytes(n)
+            },
+            frame: { f in
+                converter.convert(f, volume: volume, into: &pcm)
+                figures.samples += f.samples
+                figures.bytesOut += pcm.count
+                // Touch the output so the conversion cannot be optimised away.
+                figures.checksum = figures.checksum &* 31 &+ UInt64(pcm[pcm.count / 2])
+                return true
+            },
+            corruption: {}) else { return nil }
+        _ = decoder.run()
+        return figures
+    }
+}
