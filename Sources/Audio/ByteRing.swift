@@ -14,6 +14,10 @@ public final class ByteRing: @unchecked Sendable {
     private var producerDone = false
     private var cancelled = false
     private(set) public var totalWritten = 0
+    private var _lastWriteMs = 0
+
+    /// When bytes last arrived (monotonic ms).
+    public var lastWriteMs: Int { monitor.withLock { _lastWriteMs } }
 
     public init(capacity: Int) {
         self.capacity = capacity
@@ -37,6 +41,7 @@ public final class ByteRing: @unchecked Sendable {
                 count += n
                 offset += n
                 totalWritten += n
+                _lastWriteMs = monotonicMs()
                 monitor.broadcast()
             }
             return true

@@ -37,6 +37,10 @@ public struct StreamFigures: Sendable, Equatable {
     public var reconnects = 0
     public var lostSync = 0
     public var lastError: String? = nil
+    /// How far what is heard lags the stream's live edge as received: the sound server's buffer,
+    /// decoded audio not yet written to it, and the received bytes not yet decoded. 0 when not
+    /// playing. Updated with every write.
+    public var localDelayMs = 0
     public init() {}
 }
 
@@ -302,7 +306,7 @@ public final class StreamPlayer: @unchecked Sendable {
             if !keep {
                 sink?.flush()
                 sink = nil
-                monitor.withLock { figures.bufferedMs = 0 }
+                monitor.withLock { figures.bufferedMs = 0; figures.localDelayMs = 0 }
                 let st = monitor.withLock { wantedStatus }
                 setStatus(st)
             }
@@ -317,14 +321,16 @@ public final class StreamPlayer: @unchecked Sendable {
         var firstByteMs = 0
         while have < head.count {
             let r = head.withUnsafeMutableBytes { buf in
+                // An inconclusive start (a native mount joined mid-stream, quiet audio compresses
+                // to little) gets up to 3 s to show its frames.
                 s.ring.read(into: UnsafeMutableRawBufferPointer(rebasing: buf[have...]),
-                            deadlineMs: have == 0 ? nil : firstByteMs + 300)
+                            deadlineMs: have == 0 ? nil : firstByteMs + 3000)
             }
             if case .bytes(let n) = r {
                 if have == 0 { firstByteMs = monotonicMs() }
                 have += n
                 // The magic bytes decide at once; only an inconclusive start waits for more.
-                if head.starts(with: Array("OggS".utf8)) || head.starts(with: Array("fLaC".utf8)) { break }
+                if case .success = StreamSniffer.classify(Array(head[0..<have]), contentType: s.contentType, url: s.url) { break }
             } else { break }
         }
         head.removeLast(head.count - have)
@@ -461,8 +467,8 @@ public final class StreamPlayer: @unchecked Sendable {
         var skippedMs = 0
         var pcm: [UInt8] = []
         let converter = PCMConverter()
-        var lastLatencyCheckMs = 0
         var announcedPlaying = false
+        var smoothedDelayMs = 0.0
 
         init(player: StreamPlayer, session: Session, joinBufferMs: Int, sinkName: String?, server: String?) {
             self.player = player
@@ -515,9 +521,37 @@ public final class StreamPlayer: @unchecked Sendable {
             if skippedMs > 0 { Log.info("stream: joined \(skippedMs) ms behind live; skipped that to play near live") }
             let chunks = pending
             pending = []
-            pendingMs = 0
+            // pendingMs counts down as the kept audio goes out: until then it is part of the delay.
             if let format {
-                for c in chunks where !play(c, format: format) { return }
+                for c in chunks {
+                    pendingMs -= pendingLength(c)  // c itself is counted while written
+                    guard play(c, format: format) else { pendingMs = 0; return }
+                }
+            }
+            pendingMs = 0
+        }
+
+        /// The local delay now: what the sound server holds (pa_simple_get_latency, interpolated by
+        /// libpulse, no round trip), what we hold decoded, the ring's compressed bytes at the
+        /// stream's measured bytes per ms, and the time since bytes last arrived. Pages arrive in
+        /// bursts, so the buffered part is a sawtooth; buffered + time since the last arrival is
+        /// what stays constant.
+        func updateDelay(format: AudioFormat, unwrittenMs: Int) {
+            guard let sink else { return }
+            let paMs = sink.latencyUs() / 1000
+            let ringBytes = session.ring.fill
+            let sinceArrivalMs = max(0, min(2000, monotonicMs() - session.ring.lastWriteMs))
+            player.monitor.withLock {
+                let f = player.figures
+                let audioMs = f.format.map { $0.milliseconds(frames: f.samplesDecoded) } ?? 0
+                let bytesPerMs = audioMs > 0 ? Double(f.bytesReceived) / Double(audioMs) : 0
+                let ringMs = bytesPerMs > 0 ? Int(Double(ringBytes) / bytesPerMs) : 0
+                player.figures.bufferedMs = paMs
+                // Smoothed (about 1 s time constant at ~20 updates a second): each sample jitters
+                // with page arrivals and the sound server's timing, the delay itself does not.
+                let raw = Double(paMs + unwrittenMs + pendingMs + ringMs + sinceArrivalMs)
+                smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * 0.05
+                player.figures.localDelayMs = Int(smoothedDelayMs)
             }
         }
 
@@ -559,14 +593,12 @@ public final class StreamPlayer: @unchecked Sendable {
                     return false
                 }
                 offset += n
+                if offset < bytes.count {
+                    updateDelay(format: format, unwrittenMs: format.milliseconds(frames: (bytes.count - offset) / format.sinkBytesPerFrame))
+                }
             }
             session.addPlayed(format.milliseconds(frames: bytes.count / format.sinkBytesPerFrame))
-            let now = monotonicMs()
-            if now - lastLatencyCheckMs >= 1000, let sink {
-                lastLatencyCheckMs = now
-                let ms = sink.latencyUs() / 1000
-                player.monitor.withLock { player.figures.bufferedMs = ms }
-            }
+            updateDelay(format: format, unwrittenMs: 0)
             return true
         }
 

@@ -31,22 +31,25 @@ public enum StreamSniffer {
         let oggType = type.contains("ogg")
         if oggType, find(Array("OggS".utf8), in: head) != nil { return .success(.oggFLAC) }
         if flacType || type.isEmpty || type.contains("octet-stream") {
-            if find(Array("fLaC".utf8), in: head) != nil || hasFrameSync(head) { return .success(.nativeFLAC) }
+            // Declared FLAC: one frame header is evidence enough; otherwise two.
+            if find(Array("fLaC".utf8), in: head) != nil || hasFrameSync(head, needed: flacType ? 1 : 2) {
+                return .success(.nativeFLAC)
+            }
         }
         let printable = String(decoding: head.prefix(24).map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
         return .failure(NotFLACError(url: url, contentType: contentType, start: printable))
     }
 
     /// A FLAC frame header: sync 0b11111111_1111100x, then a block size code that is not the
-    /// reserved 0 and a sample rate code that is not the invalid 15, at least twice (one match
-    /// in random bytes is common enough).
-    static func hasFrameSync(_ b: [UInt8]) -> Bool {
+    /// reserved 0 and a sample rate code that is not the invalid 15, `needed` times (one match in
+    /// random bytes is common enough when nothing else says FLAC).
+    static func hasFrameSync(_ b: [UInt8], needed: Int = 2) -> Bool {
         var hits = 0
         var i = 0
         while i + 3 < b.count {
             if b[i] == 0xFF && (b[i + 1] & 0xFE) == 0xF8 && (b[i + 2] >> 4) != 0 && (b[i + 2] & 0x0F) != 0x0F {
                 hits += 1
-                if hits >= 2 { return true }
+                if hits >= needed { return true }
             }
             i += 1
         }

@@ -14,6 +14,14 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Cover art downloads, apart from the RPC worker so a slow image never delays a command.
     private let artWorker = SerialWorker(name: "cover-art")
     private let art: ArtCache
+    /// Mopidy's timeline events, held until they are heard here (see `route`).
+    private let timeline = DelayQueue(name: "heard-now")
+    /// Worker-thread state of that hold: the last due time, and a generation that drops held
+    /// events once a newer truth was published at once.
+    nonisolated(unsafe) private var lastDueMs = 0
+    nonisolated(unsafe) private var timelineGeneration = 0
+    /// When the user last changed tracks through the bridge (monotonic ms).
+    private let lastUserCommandMs = Atomic<Int>(-1_000_000)
     /// Used only on the cover-art worker.
     private let notifier: Notifier
     private let server = Mutex(ServerState())
@@ -107,7 +115,53 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
 
     public func eventStreamReceived(_ event: MopidyEvent) {
-        worker.submit { [self] in handle(event) }
+        worker.submit { [self] in route(event) }
+    }
+
+    /// The delay between the server's timeline and what leaves the speaker here, while this
+    /// computer plays the stream; 0 otherwise (nothing to align to).
+    public var heardDelayMs: Int {
+        guard let stream, config.heardSync, stream.currentStatus == .playing else { return 0 }
+        return stream.currentFigures.localDelayMs + config.serverDelayMs
+    }
+
+    /// On the worker. Track changes and server-side pauses are published when they are heard:
+    /// held for the stream delay while this computer plays. A track change the user asked for
+    /// through the bridge (Next on a media key) is published at once instead, so the key feels
+    /// instant; the music follows about a second later.
+    private func route(_ event: MopidyEvent) {
+        let timelineEvent: Bool
+        switch event {
+        case .trackPlaybackStarted, .trackPlaybackPaused, .trackPlaybackResumed, .trackPlaybackEnded,
+             .playbackStateChanged, .seeked, .streamTitleChanged:
+            timelineEvent = true
+        default:
+            timelineEvent = false
+        }
+        guard timelineEvent else { return handle(event) }
+        var isStart = false
+        if case .trackPlaybackStarted = event { isStart = true }
+        let userAsked = monotonicMs() - lastUserCommandMs.load(ordering: .relaxed) < 3000
+        let delay = heardDelayMs
+        let now = monotonicMs()
+        if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
+            if isStart {
+                // Newer than anything held: drop what is still waiting.
+                timelineGeneration += 1
+                lastDueMs = 0
+            }
+            if lastDueMs <= now { return handle(event) }
+        }
+        let due = max(now + max(0, delay), lastDueMs)
+        lastDueMs = due
+        let gen = timelineGeneration
+        Log.debug("heard-now: holding \(event) for \(due - now) ms")
+        timeline.submit(dueMs: due) { [self] in
+            worker.submit { [self] in
+                guard gen == timelineGeneration else { return }
+                handle(event)
+            }
+        }
     }
 
     public func eventStreamDisconnected(reason: String, retryInMs: Int) {
@@ -281,12 +335,19 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         if stream == nil || config.control == .server { command("stop") { c throws(MopidyError) in try c.stop() } }
     }
 
-    public func next() { command("next") { c throws(MopidyError) in try c.next() } }
-    public func previous() { command("previous") { c throws(MopidyError) in try c.previous() } }
+    public func next() {
+        lastUserCommandMs.store(monotonicMs(), ordering: .relaxed)
+        command("next") { c throws(MopidyError) in try c.next() }
+    }
+    public func previous() {
+        lastUserCommandMs.store(monotonicMs(), ordering: .relaxed)
+        command("previous") { c throws(MopidyError) in try c.previous() }
+    }
     public func setPosition(us: Int64) {
         command("seek") { c throws(MopidyError) in try c.seek(toMs: Int(us / 1000)) }
     }
     public func openURI(_ uri: String) {
+        lastUserCommandMs.store(monotonicMs(), ordering: .relaxed)
         command("open \(uri)") { c throws(MopidyError) in
             let added = try c.add(uris: [uri])
             guard let first = added.first else {
@@ -347,6 +408,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             o["stream"] = .string(stream.currentStatus.description)
             if let format = f.format { o["stream_format"] = .string(format.description) }
             o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
+            o["heard_delay_ms"] = .number(Double(heardDelayMs))
             o["stream_reconnects"] = .number(Double(f.reconnects))
             o["stream_bytes"] = .number(Double(f.bytesReceived))
             o["stream_corrupt_frames"] = .number(Double(f.lostSync))

@@ -30,11 +30,18 @@ public struct Config: Sendable, Equatable {
     public var notify = false
     /// Start the local stream when the bridge starts (default: wait for Play).
     public var autoplay = false
+    /// Publish the server's track changes when they are heard here, not when the server switches.
+    public var heardSync = true
+    /// The server's own part of the stream delay (encoder and Icecast, from Mopidy switching to the
+    /// audio leaving Icecast), which a stream carries no timestamps to measure by. Measured on the
+    /// loopback rig (the gst encoder, Ogg paging and Icecast: ~560 ms); set yours if titles change
+    /// early (raise it) or late (lower it).
+    public var serverDelayMs = 560
 
     public init() {}
 
     public static let keys = ["host", "stream_url", "rpc_url", "ws_url", "user", "password", "password_command",
-                              "control", "volume", "sink", "notify", "autoplay"]
+                              "control", "volume", "sink", "notify", "autoplay", "heard_sync", "server_delay_ms"]
 
     /// The configuration file's default place.
     public static func defaultPath(environment: [String: String]) -> String {
@@ -83,6 +90,12 @@ public struct Config: Sendable, Equatable {
         case "sink": sink = try nonEmpty(value)
         case "notify": notify = try bool(value)
         case "autoplay": autoplay = try bool(value)
+        case "heard_sync": heardSync = try bool(value)
+        case "server_delay_ms":
+            guard let ms = Int(value), (0...30_000).contains(ms) else {
+                throw ConfigError("\(origin): server_delay_ms: '\(value)' is not a number of milliseconds from 0 to 30000")
+            }
+            serverDelayMs = ms
         default:
             throw ConfigError("\(origin): unknown key '\(key)' (known: \(Config.keys.joined(separator: ", ")))")
         }
@@ -202,6 +215,7 @@ extension Config: CustomStringConvertible {
         parts.append("volume=\(volume.rawValue)")
         if let sink { parts.append("sink=\(sink)") }
         parts.append("notify=\(notify)")
+        parts.append("heard_sync=\(heardSync)")
         return parts.joined(separator: " ")
     }
 }

@@ -74,6 +74,8 @@ public final class DBusConnection: @unchecked Sendable {
     private let jobs = Mutex<[@Sendable (DBusConnection) -> Void]>([])
     private let objects = Mutex<[String: DBusObject]>([:])
     private let running = Atomic<Bool>(false)
+    private let finished = Monitor()
+    nonisolated(unsafe) private var threadDone = false  // guarded by `finished`
     public let uniqueName: String
 
     /// Connects to the bus at `address` (nil: the session bus of `DBUS_SESSION_BUS_ADDRESS`).
@@ -144,14 +146,23 @@ public final class DBusConnection: @unchecked Sendable {
             loop()
             // Closing here releases the bus names now, whoever still holds this object.
             dbus_connection_close(conn)
+            finished.withLock { threadDone = true }
+            finished.broadcast()
             onDisconnect()
         }
     }
 
-    /// Stops the thread after it finishes what it is doing (queued signals are still sent).
-    public func stop() {
+    /// Stops the thread after it finishes what it is doing (queued replies and signals are still
+    /// sent). With `waitMs`, waits up to that long for it to finish: before the process exits,
+    /// so that the reply to a Quit reaches its caller.
+    public func stop(waitMs: Int = 0) {
         running.store(false, ordering: .releasing)
         wake.signal()
+        guard waitMs > 0 else { return }
+        let deadline = monotonicMs() + waitMs
+        finished.withLock {
+            while !threadDone { if !finished.wait(deadlineMs: deadline) { break } }
+        }
     }
 
     private func loop() {

@@ -201,6 +201,7 @@ while true {
     Log.info("stopping (signal \(sig))")
     stopping = true
     bridge.shutdown()
-    bus.stop()
+    // Let the D-Bus thread send what it has (the reply to a Quit) and release the name.
+    bus.stop(waitMs: 1000)
     exit(0)
 }

@@ -165,9 +165,14 @@ final class MPRISTests: XCTestCase {
 
     func testPropertiesChangedIsCoalescedAndNeverCarriesPosition() throws {
         try client.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',path='/org/mpris/MediaPlayer2'")
-        // One burst of changes → one signal per interface, with exactly what changed.
+        // One burst of changes → one signal per interface, with exactly what changed. The D-Bus
+        // thread is kept busy meanwhile, so both updates land before it flushes (as when events
+        // arrive together).
+        let busy = DispatchSemaphore(value: 0)
+        server.post { _ in busy.wait() }
         service.update { $0.playbackStatus = .paused; $0.positionUs = 9_000_000 }
         service.update { $0.volume = 0.8; $0.positionAnchorUs = 1 }
+        busy.signal()
         guard let sig = client.nextSignal(timeoutMs: 2000) else { return XCTFail("no PropertiesChanged") }
         XCTAssertEqual(sig.member, "PropertiesChanged")
         XCTAssertEqual(sig.args.first, .string(MPRISInterface.player))
