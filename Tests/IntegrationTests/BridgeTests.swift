@@ -514,6 +514,21 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
     }
 
+    func testOnlyOneBridgePerUserAndTheCommandLineAnswers() throws {
+        // A second start (e.g. autostart and systemd both) says so and exits 0, leaving the first.
+        let second = try runCommand([BridgeTests.binary.path] + defaultArguments, env: daemonEnvironment, timeout: 15)
+        XCTAssertEqual(second.status, 0, second.err)
+        XCTAssertTrue(second.err.contains("already owns org.mpris.MediaPlayer2.groove"), second.err)
+        XCTAssertTrue(daemon.isRunning)
+        XCTAssertEqual(try playerctl("status"), "Playing")
+        let help = try runCommand([BridgeTests.binary.path, "--help"])
+        XCTAssertEqual(help.status, 0)
+        XCTAssertTrue(help.out.contains("Exit codes:") && help.out.contains("--stream-url"), help.out)
+        let version = try runCommand([BridgeTests.binary.path, "--version"])
+        XCTAssertEqual(version.status, 0)
+        XCTAssertTrue(version.out.hasPrefix("groove-bridge "), version.out)
+    }
+
     func testStatusCommandReportsTheServer() throws {
         let r = try runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment)
         XCTAssertEqual(r.status, 0, r.err)
