@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+import fixturelib
+
 GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 EVENT = json.dumps({"event": "volume_changed", "volume": 42}).encode()
 counts = {}
@@ -144,22 +146,4 @@ class Handler(socketserver.BaseRequestHandler):
             pass
 
 
-class Server(socketserver.ThreadingTCPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-
-    def handle_error(self, request, client_address):
-        pass  # clients hanging up mid-reply is what these tests do
-
-
-def exit_with_parent():
-    parent = os.getppid()
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-threading.Thread(target=exit_with_parent, daemon=True).start()
-srv = Server(("127.0.0.1", 0), Handler)
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
+fixturelib.serve(Handler)

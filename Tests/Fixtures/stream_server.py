@@ -17,6 +17,8 @@ import sys
 import time
 import urllib.parse
 
+import fixturelib
+
 ROOT = sys.argv[1]
 TYPES = {".flac": "audio/flac", ".oga": "audio/ogg", ".ogg": "application/ogg", ".html": "text/html"}
 
@@ -83,16 +85,4 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
 
-def exit_with_parent():
-    """The test process that started this server may die without stopping it."""
-    parent = os.getppid()
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-import threading
-threading.Thread(target=exit_with_parent, daemon=True).start()
-srv = Server(("127.0.0.1", 0), Handler)
-print(srv.server_address[1], flush=True)
-srv.serve_forever()
+fixturelib.serve(Handler, Server)
