@@ -98,7 +98,7 @@ final class FLACDecoder {
                     _ = FLAC__stream_decoder_flush(decoder)
                     continue
                 }
-                return .failed(String(cString: FLAC__StreamDecoderStateString(state: state)))
+                return .failed(FLACDecoder.name(of: state))
             }
         }
     }
@@ -149,8 +149,22 @@ private let flacError: FLAC__StreamDecoderErrorCallback = { _, status, client in
     decoderOf(client).onError(status)
 }
 
-func FLAC__StreamDecoderStateString(state: FLAC__StreamDecoderState) -> UnsafePointer<CChar> {
-    withUnsafePointer(to: FLAC__StreamDecoderStateString) { table in
-        table.withMemoryRebound(to: UnsafePointer<CChar>.self, capacity: 10) { $0[Int(state.rawValue)] }
+extension FLACDecoder {
+    /// libFLAC's state names. Its own table (FLAC__StreamDecoderStateString) is an incomplete C
+    /// array that Swift cannot index safely, so the names are spelled out here.
+    static func name(of state: FLAC__StreamDecoderState) -> String {
+        switch state {
+        case FLAC__STREAM_DECODER_SEARCH_FOR_METADATA: return "searching for metadata"
+        case FLAC__STREAM_DECODER_READ_METADATA: return "reading metadata"
+        case FLAC__STREAM_DECODER_SEARCH_FOR_FRAME_SYNC: return "searching for frame sync"
+        case FLAC__STREAM_DECODER_READ_FRAME: return "reading a frame"
+        case FLAC__STREAM_DECODER_END_OF_STREAM: return "end of stream"
+        case FLAC__STREAM_DECODER_OGG_ERROR: return "Ogg error"
+        case FLAC__STREAM_DECODER_SEEK_ERROR: return "seek error"
+        case FLAC__STREAM_DECODER_ABORTED: return "aborted"
+        case FLAC__STREAM_DECODER_MEMORY_ALLOCATION_ERROR: return "out of memory"
+        case FLAC__STREAM_DECODER_UNINITIALIZED: return "uninitialized"
+        default: return "state \(state.rawValue)"
+        }
     }
 }
