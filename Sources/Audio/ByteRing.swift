@@ -13,7 +13,6 @@ public final class ByteRing: @unchecked Sendable {
     private var count = 0
     private var producerDone = false
     private var cancelled = false
-    private(set) public var totalWritten = 0
     private var _lastWriteMs = 0
 
     /// When bytes last arrived (monotonic ms).
@@ -40,7 +39,6 @@ public final class ByteRing: @unchecked Sendable {
                 }
                 count += n
                 offset += n
-                totalWritten += n
                 _lastWriteMs = monotonicMs()
                 monitor.broadcast()
             }

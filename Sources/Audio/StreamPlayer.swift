@@ -170,7 +170,6 @@ public final class StreamPlayer: @unchecked Sendable {
     /// One connection's hand-off from the network thread to the decoder thread.
     final class Session: @unchecked Sendable {
         let ring: ByteRing
-        let generation: Int
         let url: String
         // Written by the network thread before the first byte reaches the ring.
         var contentType: String? = nil
@@ -181,9 +180,8 @@ public final class StreamPlayer: @unchecked Sendable {
         private var _failureIsPermanent = true
         private var _playedMs = 0
         private var _decoderDone = false
-        init(ring: ByteRing, generation: Int, url: String) {
+        init(ring: ByteRing, url: String) {
             self.ring = ring
-            self.generation = generation
             self.url = url
         }
         var failure: (reason: String, permanent: Bool)? {
@@ -236,7 +234,7 @@ public final class StreamPlayer: @unchecked Sendable {
             var options = StreamingGet.Options(user: config.user, password: config.password)
             options.stallSeconds = config.stallSeconds
             setStatus(.connecting)
-            let s = Session(ring: ByteRing(capacity: config.ringBytes), generation: gen, url: url)
+            let s = Session(ring: ByteRing(capacity: config.ringBytes), url: url)
             let superseded = monitor.withLock { () -> Bool in
                 guard generation == gen else { return true }
                 current = s

@@ -170,7 +170,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             // Nothing is playing that we could vouch for: say so rather than show stale data.
             apply { s in
                 s.connected = false
-                if s.state == .playing { s.positionMs = s.positionNowMs(); s.positionAnchorUs = monotonicUs() }
+                if s.state == .playing { s.positionMs = s.serverPositionMs(nowUs: monotonicUs()); s.positionAnchorUs = monotonicUs() }
                 s.state = .stopped
             }
         }
@@ -226,7 +226,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             break  // the next track_playback_started or playback_state_changed follows
         case .playbackStateChanged(_, let new):
             apply { s in
-                if s.state == .playing && new != .playing { s.positionMs = s.positionNowMs() }
+                if s.state == .playing && new != .playing { s.positionMs = s.serverPositionMs(nowUs: monotonicUs()) }
                 s.positionAnchorUs = monotonicUs()
                 s.state = new
                 if new == .stopped { s.positionMs = 0 }
@@ -417,12 +417,5 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             o["stream"] = .string("none configured")
         }
         return JSON.object(o).serialized()
-    }
-}
-
-extension ServerState {
-    func positionNowMs() -> Int {
-        guard state == .playing else { return positionMs }
-        return positionMs + Int((monotonicUs() - positionAnchorUs) / 1000)
     }
 }

@@ -47,12 +47,11 @@ public final class WebSocketConnection: @unchecked Sendable {
                 origin: String? = nil) throws(WebSocketError)
     {
         self.url = redactedURL(url)
+        // libcurl does the TLS for wss:// (as https://), with verification on.
         let httpURL: String
-        let secure: Bool
-        if url.hasPrefix("ws://") { httpURL = "http://" + url.dropFirst(5); secure = false }
-        else if url.hasPrefix("wss://") { httpURL = "https://" + url.dropFirst(6); secure = true }
+        if url.hasPrefix("ws://") { httpURL = "http://" + url.dropFirst(5) }
+        else if url.hasPrefix("wss://") { httpURL = "https://" + url.dropFirst(6) }
         else { throw .badURL(url) }
-        _ = secure
         guard let parts = splitURL(httpURL) else { throw .badURL(url) }
 
         easy = CurlEasy()

@@ -109,37 +109,28 @@ public final class WakeFD: Sendable {
 
 /// A named thread that runs submitted jobs one at a time, in order. Sleeps on a condition
 /// variable while there is nothing to do (no polling).
-public final class SerialWorker: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var cond = pthread_cond_t()
-    private var jobs: [@Sendable () -> Void] = []
+public final class SerialWorker: Sendable {
+    private let monitor = Monitor()
+    nonisolated(unsafe) private var jobs: [@Sendable () -> Void] = []  // guarded by monitor
 
     public init(name: String) {
-        pthread_mutex_init(&mutex, nil)
-        pthread_cond_init(&cond, nil)
         startThread(name: name) { [self] in
             while true {
-                pthread_mutex_lock(&mutex)
-                while jobs.isEmpty { pthread_cond_wait(&cond, &mutex) }
-                let job = jobs.removeFirst()
-                pthread_mutex_unlock(&mutex)
+                let job = monitor.withLock { () -> @Sendable () -> Void in
+                    while jobs.isEmpty { monitor.wait(deadlineMs: nil) }
+                    return jobs.removeFirst()
+                }
                 job()
             }
         }
     }
 
     public func submit(_ job: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(&mutex)
-        jobs.append(job)
-        pthread_cond_signal(&cond)
-        pthread_mutex_unlock(&mutex)
+        monitor.withLock { jobs.append(job) }
+        monitor.broadcast()
     }
 
-    public var pendingCount: Int {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
-        return jobs.count
-    }
+    public var pendingCount: Int { monitor.withLock { jobs.count } }
 }
 
 /// The full path of an executable on PATH, or nil.
