@@ -8,7 +8,8 @@ Starts, each on a port chosen free at run time and bound to 127.0.0.1 only:
   - a long-lived encoder                     (gst-launch: UDP PCM + silence -> FLAC -> Icecast,
                                               ffmpeg: the same PCM -> native FLAC -> Icecast)
   - Mopidy + Mopidy-Local with a software mixer, playing a generated library of sine tones
-  - nginx in front with the Groove URL layout (/api/mopidy/rpc, /ws/mopidy, /stream.flac, /local/)
+  - nginx in front with the Groove URL layout (/api/mopidy/rpc, /ws/mopidy, /stream.flac, /local/),
+    on plain HTTP and on TLS (a certificate for 127.0.0.1 from a CA made for the run: tls/ca.pem)
 
 Why the encoder is a separate process: putting flacenc ! oggmux ! shout2send inside Mopidy's own
 output drops the Icecast source at every track switch or stop. Mopidy sends raw PCM over UDP to
@@ -227,14 +228,14 @@ class Rig:
         self.services = {}
         self.password = secrets.token_hex(12)
         self.source_password = secrets.token_hex(12)
-        self.ports = dict(icecast=free_port(), mopidy=free_port(), nginx=free_port(),
+        self.ports = dict(icecast=free_port(), mopidy=free_port(), nginx=free_port(), nginx_tls=free_port(),
                           pcm=free_udp_port(), pcm_native=free_udp_port())
         self.is_root = os.geteuid() == 0
         if self.is_root:
             # Icecast drops to its own user and must be able to reach its folder below this one
             # (mkdtemp makes it 0700).
             os.chmod(root, 0o711)
-        for d in ("music", "mopidy", "icecast", "nginx", "pulse", "home", "bus", "logs"):
+        for d in ("music", "mopidy", "icecast", "nginx", "pulse", "home", "bus", "logs", "tls"):
             os.makedirs(os.path.join(root, d), exist_ok=True)
         self.bus_address = f"unix:path={root}/bus/socket"
         self.pulse_runtime = os.path.join(root, "pulse")
@@ -480,29 +481,32 @@ enabled = true
                  and self.rpc("core.playback.get_current_tl_track") is not None
                  and self.rpc("core.playback.get_time_position") > 0)
 
+    def make_tls_files(self):
+        """A certificate authority of the rig's own and a certificate for 127.0.0.1 signed by it,
+        so https/wss are tested with verification on (clients trust the CA through ca_file)."""
+        d = self.path("tls")
+        ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        run_quiet(["openssl", "req", "-x509", *ec, "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem",
+                   "-days", "2", "-subj", "/CN=Groove Bridge test rig CA",
+                   "-addext", "basicConstraints=critical,CA:TRUE",
+                   "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+        run_quiet(["openssl", "req", *ec, "-keyout", f"{d}/server.key", "-out", f"{d}/server.csr",
+                   "-subj", f"/CN={LOOPBACK}"])
+        with open(f"{d}/server.ext", "w") as f:
+            f.write(f"subjectAltName=IP:{LOOPBACK}\nbasicConstraints=CA:FALSE\n"
+                    "keyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\n")
+        run_quiet(["openssl", "x509", "-req", "-in", f"{d}/server.csr", "-CA", f"{d}/ca.pem",
+                   "-CAkey", f"{d}/ca.key", "-CAcreateserial", "-out", f"{d}/server.pem", "-days", "2",
+                   "-extfile", f"{d}/server.ext"])
+
     def write_nginx_config(self):
         d = self.path("nginx")
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
         m, i = self.ports["mopidy"], self.ports["icecast"]
         user = "user root;" if self.is_root else ""
-        cfg = f"""{user}
-daemon off;
-master_process on;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-  access_log {d}/access.log;
-  client_body_temp_path {d}/body;
-  proxy_temp_path {d}/proxy;
-  fastcgi_temp_path {d}/fastcgi;
-  uwsgi_temp_path {d}/uwsgi;
-  scgi_temp_path {d}/scgi;
-  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
-  server {{
-    listen {LOOPBACK}:{self.ports['nginx']};
+        # The Groove URL layout, served on plain HTTP and on TLS.
+        locations = f"""
     location = /api/mopidy/rpc {{ proxy_pass http://{LOOPBACK}:{m}/mopidy/rpc; }}
     location = /ws/mopidy {{
       proxy_pass http://{LOOPBACK}:{m}/mopidy/ws;
@@ -522,7 +526,30 @@ http {{
       proxy_http_version 1.1;
       proxy_set_header Upgrade $http_upgrade;
       proxy_set_header Connection $connection_upgrade;
-    }}
+    }}"""
+        tls = self.path("tls")
+        cfg = f"""{user}
+daemon off;
+master_process on;
+worker_processes 1;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+  access_log {d}/access.log;
+  client_body_temp_path {d}/body;
+  proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fastcgi;
+  uwsgi_temp_path {d}/uwsgi;
+  scgi_temp_path {d}/scgi;
+  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+  server {{
+    listen {LOOPBACK}:{self.ports['nginx']};{locations}
+  }}
+  server {{
+    listen {LOOPBACK}:{self.ports['nginx_tls']} ssl;
+    ssl_certificate {tls}/server.pem;
+    ssl_certificate_key {tls}/server.key;{locations}
   }}
 }}
 """
@@ -537,6 +564,7 @@ http {{
                        log_path=self.logp("nginx"), ready=lambda: tcp_open(self.ports["nginx"]))
 
     def start_nginx(self):
+        self.make_tls_files()
         self.write_nginx_config()
         self.add(self.nginx_service())
 
@@ -588,6 +616,10 @@ http {{
             "nginx_stream_url": f"{base}:{p['nginx']}/stream.flac",
             "groove_rpc_url": f"{base}:{p['nginx']}/api/mopidy/rpc",
             "groove_ws_url": f"ws://{LOOPBACK}:{p['nginx']}/ws/mopidy",
+            "tls_stream_url": f"https://{LOOPBACK}:{p['nginx_tls']}/stream.flac",
+            "tls_rpc_url": f"https://{LOOPBACK}:{p['nginx_tls']}/api/mopidy/rpc",
+            "tls_ws_url": f"wss://{LOOPBACK}:{p['nginx_tls']}/ws/mopidy",
+            "ca_file": self.path("tls", "ca.pem"),
             "mopidy_rpc_url": f"{base}:{p['mopidy']}/mopidy/rpc",
             "mopidy_ws_url": f"ws://{LOOPBACK}:{p['mopidy']}/mopidy/ws",
             "bus_address": self.bus_address,

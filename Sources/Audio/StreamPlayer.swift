@@ -266,7 +266,10 @@ public final class StreamPlayer: @unchecked Sendable {
                 case .stalled(let sec):
                     next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "no data from \(url) for \(sec) s")
                 case .failed(let msg):
-                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: msg)
+                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url): \(msg)")
+                case .untrusted(let msg):
+                    next = .failed(reason: "\(url): \(msg) (a server with its own certificate authority: set ca_file)",
+                                   retryInMs: config.slowRetryMs)
                 case .finished, .stoppedByConsumer:
                     next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url) ended the stream")
                 }

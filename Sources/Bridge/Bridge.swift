@@ -39,9 +39,16 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         var reconnects = 0
     }
 
-    public init(config: Config, endpoints: MopidyEndpoints, artDirectory: String,
+    /// Where Mopidy may answer, in order of preference: one layout when the URLs were configured,
+    /// Groove Audio's then plain Mopidy's when only a host was. The event stream tries them on
+    /// every (re)connect and the RPC client follows the one that answered.
+    public let layouts: [MopidyEndpoints]
+
+    public init(config: Config, layouts: [MopidyEndpoints], artDirectory: String,
                 onQuit: @escaping @Sendable () -> Void) {
-        client = MopidyClient(endpoints: endpoints)
+        precondition(!layouts.isEmpty, "Bridge needs at least one Mopidy layout")
+        self.layouts = layouts
+        client = MopidyClient(endpoints: layouts[0])
         art = ArtCache(directory: artDirectory)
         notifier = Notifier(busAddress: nil)
         settings = Mutex(config)
@@ -71,7 +78,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
                                status: { [weak self] in self?.statusJSON() ?? "{}" })
         guard let name = try service.publish(allowInstance: allowInstance) else { return nil }
         stream.map { s in s.setDelegate(self) }
-        events = MopidyEventStream(url: client.endpoints.wsURL, delegate: self)
+        events = MopidyEventStream(urls: layouts.map(\.wsURL), delegate: self)
         events.start()
         if config.autoplay { stream?.play() }
         return name
@@ -110,6 +117,13 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     // MARK: - Mopidy events (on "mopidy-events"; handed to the worker)
 
     public func eventStreamConnected(url: String) {
+        if layouts.count > 1, let layout = layouts.first(where: { $0.wsURL == url }), layout != client.endpoints {
+            client.use(layout)
+        }
+        if layouts.count > 1 {
+            let which = url == layouts[0].wsURL ? "the Groove Audio layout" : "the plain Mopidy layout"
+            Log.info("Mopidy answers in \(which) at \(client.endpoints.rpcURL)")
+        }
         stats.withLock { $0.eventsConnected = true }
         worker.submit { [self] in resync() }
     }
@@ -388,7 +402,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
 
     // MARK: - Status
 
-    func statusJSON() -> String {
+    /// What `groove-bridge status` shows, as a JSON object.
+    public func statusJSON() -> String {
         let s = server.withLock { $0 }
         let st = stats.withLock { $0 }
         var o: [String: JSON] = [

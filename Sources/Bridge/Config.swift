@@ -37,11 +37,14 @@ public struct Config: Sendable, Equatable {
     /// loopback rig (the gst encoder, Ogg paging and Icecast: ~560 ms); set yours if titles change
     /// early (raise it) or late (lower it).
     public var serverDelayMs = 560
+    /// Certificate authorities (PEM) to trust for https/wss besides the system's: a home server
+    /// with its own CA. Verification is always on.
+    public var caFile: String? = nil
 
     public init() {}
 
     public static let keys = ["host", "stream_url", "rpc_url", "ws_url", "user", "password", "password_command",
-                              "control", "volume", "sink", "notify", "autoplay", "heard_sync", "server_delay_ms"]
+                              "control", "volume", "sink", "notify", "autoplay", "heard_sync", "server_delay_ms", "ca_file"]
 
     /// The configuration file's default place.
     public static func defaultPath(environment: [String: String]) -> String {
@@ -96,6 +99,12 @@ public struct Config: Sendable, Equatable {
                 throw ConfigError("\(origin): server_delay_ms: '\(value)' is not a number of milliseconds from 0 to 30000")
             }
             serverDelayMs = ms
+        case "ca_file":
+            let path = try nonEmpty(value)
+            guard access(path, R_OK) == 0 else {
+                throw ConfigError("\(origin): ca_file: \(path): \(String(cString: strerror(errno)))")
+            }
+            caFile = path
         default:
             throw ConfigError("\(origin): unknown key '\(key)' (known: \(Config.keys.joined(separator: ", ")))")
         }
@@ -216,6 +225,7 @@ extension Config: CustomStringConvertible {
         if let sink { parts.append("sink=\(sink)") }
         parts.append("notify=\(notify)")
         parts.append("heard_sync=\(heardSync)")
+        if let caFile { parts.append("ca_file=\(caFile)") }
         return parts.joined(separator: " ")
     }
 }

@@ -1,4 +1,5 @@
 import Net
+import Synchronization
 
 public enum MopidyError: Error, CustomStringConvertible, Sendable {
     /// The server could not be reached or did not answer in time.
@@ -45,6 +46,12 @@ public struct MopidyEndpoints: Equatable, Sendable {
                                wsURL: "\(secure ? "wss" : "ws")://\(h):\(port)/mopidy/ws")
     }
 
+    /// The layouts to try for a host given alone, in order: Groove Audio's, then plain Mopidy's.
+    public static func layouts(host: String, groovePort: Int = 8180, plainPort: Int = 6680,
+                               secure: Bool = false) -> [MopidyEndpoints] {
+        [groove(host: host, port: groovePort, secure: secure), plain(host: host, port: plainPort, secure: secure)]
+    }
+
     /// The HTTP base that relative image URIs (Mopidy-Local's `/local/…`) resolve against.
     public var httpBase: String {
         guard let s = rpcURL.firstRange(of: "://") else { return rpcURL }
@@ -62,14 +69,20 @@ public func bracketed(_ host: String) -> String {
 /// JSON-RPC 2.0 calls to Mopidy over one kept-alive HTTP connection. Blocking: call from a worker
 /// thread. Thread-safe (the HTTP client serialises requests).
 public final class MopidyClient: Sendable {
-    public let endpoints: MopidyEndpoints
+    private let current: Mutex<MopidyEndpoints>
     private let http: HTTPClient
     private let ids = AtomicCounter()
 
     public init(endpoints: MopidyEndpoints, timeouts: HTTPTimeouts = HTTPTimeouts()) {
-        self.endpoints = endpoints
+        self.current = Mutex(endpoints)
         self.http = HTTPClient(timeouts: timeouts)
     }
+
+    /// Where calls go now.
+    public var endpoints: MopidyEndpoints { current.withLock { $0 } }
+
+    /// Sends later calls to `endpoints` (the layout that answered, when a host was given alone).
+    public func use(_ endpoints: MopidyEndpoints) { current.withLock { $0 = endpoints } }
 
     /// Calls `method` with named `params` and returns its `result`.
     @discardableResult

@@ -5,8 +5,8 @@ import Synchronization
 /// What the event stream tells its owner. Called on the stream's own thread ("mopidy-events"):
 /// the owner must hand the work on and return quickly.
 public protocol MopidyEventStreamDelegate: AnyObject, Sendable {
-    /// The socket is up; the owner should fetch the full state now (events missed while
-    /// disconnected are lost, so nothing may stay stale).
+    /// The socket to `url` (one of the stream's URLs, as given) is up; the owner should fetch the
+    /// full state now (events missed while disconnected are lost, so nothing may stay stale).
     func eventStreamConnected(url: String)
     func eventStreamReceived(_ event: MopidyEvent)
     /// The socket went down; it will be retried in `retryInMs`.
@@ -15,8 +15,12 @@ public protocol MopidyEventStreamDelegate: AnyObject, Sendable {
 
 /// Follows Mopidy's events over its WebSocket, reconnecting with capped exponential backoff and
 /// jitter for as long as it runs. One thread, "mopidy-events", blocked in poll(2) while idle.
+///
+/// Given several URLs (the layouts a host may serve), each attempt tries them in order and takes
+/// the first that completes the handshake; the owner learns which from `eventStreamConnected`.
+/// So a server that was down when the bridge started is found in whichever layout it comes back.
 public final class MopidyEventStream: Sendable {
-    public let url: String
+    public let urls: [String]
     private let delegate: MopidyEventStreamDelegate
     private let state = Mutex(State())
     private let waker = Waker()
@@ -28,10 +32,17 @@ public final class MopidyEventStream: Sendable {
         var connection: WebSocketConnection? = nil
     }
 
-    public init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+    public convenience init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+                            connectTimeoutMs: Int = 5000)
+    {
+        self.init(urls: [url], delegate: delegate, messageLimit: messageLimit, connectTimeoutMs: connectTimeoutMs)
+    }
+
+    public init(urls: [String], delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
                 connectTimeoutMs: Int = 5000)
     {
-        self.url = url
+        precondition(!urls.isEmpty, "MopidyEventStream needs a URL")
+        self.urls = urls
         self.delegate = delegate
         self.messageLimit = messageLimit
         self.connectTimeoutMs = connectTimeoutMs
@@ -67,13 +78,13 @@ public final class MopidyEventStream: Sendable {
     private func run() {
         var backoff = Backoff()
         while running {
-            let reason: String
-            do throws(WebSocketError) {
-                let conn = try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit)
+            let (connection, failure) = connectFirst()
+            var reason = failure
+            if let (conn, url) = connection {
                 state.withLock { $0.connection = conn }
                 Log.info("events: connected to \(conn.url)")
                 let since = monotonicMs()
-                delegate.eventStreamConnected(url: conn.url)
+                delegate.eventStreamConnected(url: url)
                 let (why, delivered) = readLoop(conn)
                 reason = why
                 // Only a connection that proved healthy resets the backoff: a server that accepts
@@ -81,8 +92,6 @@ public final class MopidyEventStream: Sendable {
                 if delivered > 0 || monotonicMs() - since >= 10_000 { backoff.reset() }
                 state.withLock { $0.connection = nil }
                 conn.closeGracefully(timeoutMs: 200)
-            } catch {
-                reason = error.description
             }
             guard running else { break }
             let delay = backoff.nextDelayMs()
@@ -90,6 +99,20 @@ public final class MopidyEventStream: Sendable {
             delegate.eventStreamDisconnected(reason: reason, retryInMs: delay)
             waker.sleep(ms: delay)
         }
+    }
+
+    /// A connection to the first URL that completes the handshake, or why none did (every URL's
+    /// error, so a log line shows each layout that was tried).
+    private func connectFirst() -> ((WebSocketConnection, String)?, String) {
+        var failures: [String] = []
+        for url in urls where running {
+            do throws(WebSocketError) {
+                return ((try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit), url), "")
+            } catch {
+                failures.append(error.description)
+            }
+        }
+        return (nil, failures.isEmpty ? "stopped" : failures.joined(separator: "; "))
     }
 
     /// Reads until the connection breaks; returns why, and how many events it delivered.

@@ -18,6 +18,12 @@ public struct CurlError: Error, CustomStringConvertible, Sendable {
 
     /// Timeouts, refused connections, DNS failures: worth retrying later.
     public var isTimeout: Bool { code == Int(CURLE_OPERATION_TIMEDOUT.rawValue) }
+
+    /// The server's certificate did not verify (or the CA file is unusable).
+    public var isCertificateProblem: Bool {
+        [CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR,
+         CURLE_SSL_PINNEDPUBKEYNOTMATCH].contains { Int($0.rawValue) == code }
+    }
 }
 
 /// `curl_global_init` must run once before any handle exists, and is not thread-safe itself.
@@ -26,6 +32,15 @@ enum CurlGlobal {
         curl_global_init(Int(CURL_GLOBAL_DEFAULT))
     }()
     static func ensure() { _ = once }
+}
+
+/// The certificate authorities that verify https/wss servers besides the system's: a PEM file
+/// (e.g. a home server's own CA), or none. Verification itself is never turned off. Every
+/// connection reads it as it opens, so a configuration reload takes effect on the next one.
+public enum TLSTrust {
+    private static let file = Mutex<String?>(nil)
+    public static func use(caFile: String?) { file.withLock { $0 = caFile } }
+    public static var caFile: String? { file.withLock { $0 } }
 }
 
 /// One libcurl easy handle. Not thread-safe: one thread uses it at a time (its owner says which).
@@ -42,11 +57,16 @@ final class CurlEasy {
             fatalError("curl_easy_init returned NULL (out of memory)")
         }
         handle = h
+        trustedCAFile = TLSTrust.caFile
         errorBuffer.withUnsafeMutableBufferPointer { buf in
             _ = gb_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, buf.baseAddress)
         }
         set(CURLOPT_NOSIGNAL, 1)  // threads + timeouts: never use SIGALRM
+        if let trustedCAFile { set(CURLOPT_CAINFO, trustedCAFile) }
     }
+
+    /// The CA file this handle was made with (see `TLSTrust`).
+    let trustedCAFile: String?
 
     deinit {
         curl_easy_cleanup(handle)

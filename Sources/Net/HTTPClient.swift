@@ -62,6 +62,9 @@ public final class HTTPClient: Sendable {
                          timeouts: HTTPTimeouts) throws(HTTPError) -> HTTPResponse
     {
         let result: Result<HTTPResponse, HTTPError> = easy.withLock { box in
+            // A new CA file (configuration reload) needs a new handle: the kept-alive
+            // connection was verified against the old one.
+            if box.easy.trustedCAFile != TLSTrust.caFile { box = CurlEasySendable(CurlEasy()) }
             let e = box.easy
             let sink = CallbackBox(BodySink(limit: limit))
             let unmanaged = Unmanaged.passRetained(sink)

@@ -18,6 +18,8 @@ public enum StreamEnd: Sendable, Equatable {
     case httpStatus(Int)
     case stalled(seconds: Int)
     case failed(String)
+    /// The server's TLS certificate did not verify: retrying soon will not help.
+    case untrusted(String)
 }
 
 /// An endless HTTP GET (an Icecast stream): credentials through libcurl options (never in the
@@ -89,7 +91,8 @@ public final class StreamingGet {
         default:
             let status = e.responseCode()
             if status >= 400 { return .httpStatus(status) }
-            return .failed(CurlError(rc, url: redactedURL(url), detail: e.lastErrorDetail).message)
+            let error = CurlError(rc, url: redactedURL(url), detail: e.lastErrorDetail)
+            return error.isCertificateProblem ? .untrusted(error.message) : .failed(error.message)
         }
     }
 }

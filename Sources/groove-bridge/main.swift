@@ -26,6 +26,7 @@ let usage = """
       --control local|server   Pause/Stop act on this computer only (local) or on the house too
       --volume server|local    Volume sets Mopidy's mixer (server) or this computer's output
       --sink NAME              PulseAudio sink to play to
+      --ca-file PATH           certificate authorities (PEM) to trust for https/wss, besides the system's
       --notify                 a desktop notification per track change
       --autoplay               start listening at once (default: wait for Play)
       --instance               run beside another bridge (as org.mpris.MediaPlayer2.groove.instance<pid>)
@@ -103,24 +104,19 @@ func loadConfig(_ o: CommandLineOptions) throws(ConfigError) -> Config {
     return c
 }
 
-/// Explicit URLs win; from a host alone, the Groove layout first, then plain Mopidy.
-func endpoints(_ c: Config) -> MopidyEndpoints {
-    if let rpc = c.rpcURL, let ws = c.wsURL { return MopidyEndpoints(rpcURL: rpc, wsURL: ws) }
+/// Explicit URLs win; from a host alone, the Groove layout first, then plain Mopidy: the event
+/// stream tries them in that order on every connect (so a server down at login is found in
+/// whichever layout it comes back) and logs which one answered.
+func layouts(_ c: Config) -> [MopidyEndpoints] {
+    if let rpc = c.rpcURL, let ws = c.wsURL { return [MopidyEndpoints(rpcURL: rpc, wsURL: ws)] }
     guard let host = c.host else {
         fail("no server configured: set host (or rpc_url and ws_url) in \(Config.defaultPath(environment: currentEnvironment())) "
              + "or give --host; `scripts/demo` runs one on loopback", code: 1)
     }
-    let candidates = [MopidyEndpoints.groove(host: host), MopidyEndpoints.plain(host: host)]
-    for cand in candidates {
-        let probe = MopidyClient(endpoints: cand, timeouts: HTTPTimeouts(connectMs: 2000, totalMs: 3000))
-        if let v = try? probe.version() {
-            Log.info("Mopidy \(v) answers at \(cand.rpcURL)")
-            return MopidyEndpoints(rpcURL: c.rpcURL ?? cand.rpcURL, wsURL: c.wsURL ?? cand.wsURL)
-        }
+    // One URL given with a host: that one wins, the other comes from the layout that answers.
+    return MopidyEndpoints.layouts(host: host).map {
+        MopidyEndpoints(rpcURL: c.rpcURL ?? $0.rpcURL, wsURL: c.wsURL ?? $0.wsURL)
     }
-    Log.warning("no Mopidy answers at \(host) yet (tried \(candidates.map(\.rpcURL).joined(separator: ", "))); "
-                + "will keep trying the Groove layout")
-    return MopidyEndpoints(rpcURL: c.rpcURL ?? candidates[0].rpcURL, wsURL: c.wsURL ?? candidates[0].wsURL)
 }
 
 func runStatus(json: Bool) -> Never {
@@ -149,6 +145,7 @@ if options.status { runStatus(json: options.json) }
 let config: Config
 do throws(ConfigError) { config = try loadConfig(options) } catch { fail(error.message, code: 1) }
 Log.debug("configuration: \(config)")
+TLSTrust.use(caFile: config.caFile)
 
 // Before any thread starts: setenv is not safe against other threads' getenv.
 PulseSink.prepareEnvironment()
@@ -167,7 +164,7 @@ do throws(DBusFailure) { bus = try DBusConnection() } catch {
 }
 let mainThread = pthread_self()
 nonisolated(unsafe) var stopping = false  // written by the main thread before bus.stop()
-let bridge = Bridge(config: config, endpoints: endpoints(config),
+let bridge = Bridge(config: config, layouts: layouts(config),
                     artDirectory: ArtCache.defaultDirectory(environment: currentEnvironment()), onQuit: {
     Log.info("Quit requested over MPRIS")
     pthread_kill(mainThread, SIGTERM)
@@ -193,7 +190,11 @@ while true {
     var sig: Int32 = 0
     sigwait(&signals, &sig)
     if sig == SIGHUP {
-        do throws(ConfigError) { bridge.reload(try loadConfig(options)) } catch {
+        do throws(ConfigError) {
+            let new = try loadConfig(options)
+            TLSTrust.use(caFile: new.caFile)
+            bridge.reload(new)
+        } catch {
             Log.error("configuration not reloaded: \(error.message)")
         }
         continue

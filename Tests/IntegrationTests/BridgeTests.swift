@@ -318,6 +318,36 @@ final class BridgeTests: XCTestCase {
         XCTAssertFalse(daemonLog().contains("not-the-password"), "the wrong password was logged")
     }
 
+    /// https and wss through nginx with a certificate from a CA of the rig's own: refused (and
+    /// said why) until the CA is trusted through ca_file, then everything works with verification on.
+    func testHTTPSAndWSSAreVerifiedAgainstTheConfiguredCA() throws {
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        let tls = ["--rpc-url", rig.info.tls_rpc_url, "--ws-url", rig.info.tls_ws_url,
+                   "--stream-url", rig.info.tls_stream_url]
+        try startDaemon(tls)
+        XCTAssertTrue(waitUntil(10) {
+            let s = status()
+            return s.contains("\"stream_last_error\":") && s.contains("\"last_error\":") && s.contains("certificate")
+        }, status())
+        XCTAssertNotEqual(try playerctl("status"), "Playing", "nothing is heard without a verified stream")
+        let refused = daemonLog()
+        // Said with the URL and the fix; a certificate that does not verify is not retried every second.
+        XCTAssertTrue(refused.contains("\(rig.info.tls_stream_url): SSL peer certificate") && refused.contains("set ca_file")
+                      && refused.contains("\(rig.info.tls_ws_url): SSL peer certificate"), refused)
+        XCTAssertEqual(refused.components(separatedBy: "stream: failed:").count - 1, 1, refused)
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+
+        try startDaemon(tls + ["--ca-file", rig.info.ca_file])
+        let title = try XCTUnwrap(rig.currentTitle())
+        XCTAssertTrue(waitUntil(15) { (try? playerctl("metadata", "title")) == title }, status())
+        XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") }, status())
+        XCTAssertTrue(status().contains("\"rpc_url\":\"\(rig.info.tls_rpc_url)\""), status())
+        let before = try XCTUnwrap(rig.currentTitle())
+        try playerctl("next")
+        XCTAssertTrue(waitUntil(10) { (try? rig.currentTitle()) != before }, "next did not reach Mopidy over https")
+    }
+
     func testThirtySecondOutageNoHotLoopAlwaysAnswering() throws {
         XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") })
         let pid = daemon.processIdentifier
@@ -576,6 +606,8 @@ final class ConfigurationErrorTests: XCTestCase {
         XCTAssertTrue(r.err.contains("\(path):2: control: 'everything' is not local or server"), r.err)
         r = try run([], config: "stream_url = ftp://x\n")
         XCTAssertTrue(r.err.contains("\(path):1: stream_url"), r.err)
+        r = try run([], config: "host = 127.0.0.1\nca_file = /nonexistent/ca.pem\n")
+        XCTAssertTrue(r.err.contains("\(path):2: ca_file: /nonexistent/ca.pem: No such file or directory"), r.err)
         r = try run([], config: "just words\n")
         XCTAssertTrue(r.err.contains("\(path):1: expected 'key = value'"), r.err)
     }

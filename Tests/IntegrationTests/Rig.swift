@@ -13,6 +13,11 @@ final class Rig: @unchecked Sendable {
         let stream_url: String
         let native_stream_url: String
         let nginx_stream_url: String
+        /// The Groove layout over TLS, with a certificate from a CA made for the run (`ca_file`).
+        let tls_stream_url: String
+        let tls_rpc_url: String
+        let tls_ws_url: String
+        let ca_file: String
         let groove_rpc_url: String
         let groove_ws_url: String
         let mopidy_rpc_url: String
@@ -79,7 +84,7 @@ final class Rig: @unchecked Sendable {
     /// `scripts/setup` installs them all.
     static let requiredTools = ["python3", "dbus-daemon", "pulseaudio", "pactl", "parec", "icecast2",
                                 "mopidy", "gst-launch-1.0", "ffmpeg", "nginx", "sox", "metaflac",
-                                "playerctl", "gdbus", "dbus-send", "curl", "desktop-file-validate"]
+                                "playerctl", "gdbus", "dbus-send", "curl", "desktop-file-validate", "openssl"]
 
     static func requireTools() throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"

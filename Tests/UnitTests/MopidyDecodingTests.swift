@@ -63,6 +63,11 @@ final class MopidyDecodingTests: XCTestCase {
         XCTAssertEqual(MopidyEndpoints.groove(host: "::1").rpcURL, "http://[::1]:8180/api/mopidy/rpc")
         XCTAssertEqual(MopidyEndpoints.plain(host: "127.0.0.1").wsURL, "ws://127.0.0.1:6680/mopidy/ws")
         XCTAssertEqual(MopidyEndpoints.groove(host: "127.0.0.1").httpBase, "http://127.0.0.1:8180")
+        // A host alone: Groove Audio's layout first, then plain Mopidy's, on their default ports.
+        XCTAssertEqual(MopidyEndpoints.layouts(host: "::1").map(\.rpcURL),
+                       ["http://[::1]:8180/api/mopidy/rpc", "http://[::1]:6680/mopidy/rpc"])
+        XCTAssertEqual(MopidyEndpoints.layouts(host: "127.0.0.1").map(\.wsURL),
+                       ["ws://127.0.0.1:8180/ws/mopidy", "ws://127.0.0.1:6680/mopidy/ws"])
         XCTAssertEqual(MopidyClient.snippet(Array("<html>\n<b>502</b>".utf8)), "<html> <b>502</b>")
     }
 
