@@ -13,10 +13,17 @@ public final class ByteRing: @unchecked Sendable {
     private var count = 0
     private var producerDone = false
     private var cancelled = false
-    private var _lastWriteMs = 0
+    /// When each stretch of bytes arrived: (bytes written in all once it was in, monotonic ms),
+    /// oldest first from `arrivalsHead`; kept until the reader is past it.
+    private var arrivals: [(end: Int, ms: Int)] = []
+    private var arrivalsHead = 0
+    private var bytesWritten = 0
+    private var bytesRead = 0
+    private var _lastReadArrivalMs = 0
 
-    /// When bytes last arrived (monotonic ms).
-    public var lastWriteMs: Int { monitor.withLock { _lastWriteMs } }
+    /// When the last byte that `read` returned arrived (monotonic ms): how old the data the
+    /// reader has is, whatever waited in between.
+    public var lastReadArrivalMs: Int { monitor.withLock { _lastReadArrivalMs } }
 
     public init(capacity: Int) {
         self.capacity = capacity
@@ -39,7 +46,13 @@ public final class ByteRing: @unchecked Sendable {
                 }
                 count += n
                 offset += n
-                _lastWriteMs = monotonicMs()
+                let now = monotonicMs()
+                bytesWritten += n
+                if arrivalsHead < arrivals.count, arrivals[arrivals.count - 1].ms == now {
+                    arrivals[arrivals.count - 1].end = bytesWritten
+                } else {
+                    arrivals.append((bytesWritten, now))
+                }
                 monitor.broadcast()
             }
             return true
@@ -59,6 +72,13 @@ public final class ByteRing: @unchecked Sendable {
             }
             head = (head + n) % capacity
             count -= n
+            bytesRead += n
+            while arrivalsHead < arrivals.count - 1 && arrivals[arrivalsHead].end < bytesRead { arrivalsHead += 1 }
+            if arrivalsHead < arrivals.count { _lastReadArrivalMs = arrivals[arrivalsHead].ms }
+            if arrivalsHead >= 256 && arrivalsHead * 2 >= arrivals.count {
+                arrivals.removeFirst(arrivalsHead)
+                arrivalsHead = 0
+            }
             monitor.broadcast()
             return .bytes(n)
         }

@@ -346,12 +346,12 @@ public final class StreamPlayer: @unchecked Sendable {
             return
         }
         let config = self.config
-        let output = Output(player: self, session: s, joinBufferMs: config.joinBufferMs, sinkName: config.sink,
-                            server: config.pulseServer)
+        let input = Input(ring: s.ring, prefix: head, kind: kind)
+        let output = Output(player: self, session: s, input: input, joinBufferMs: config.joinBufferMs,
+                            sinkName: config.sink, server: config.pulseServer)
         output.sink = sink
         output.joinStartedMs = firstByteMs
         defer { sink = output.sink }
-        let input = Input(ring: s.ring, prefix: head, kind: kind)
         while !s.ring.isCancelled {
             guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
                                             read: { buf in input.read(into: buf, output: output) },
@@ -383,13 +383,20 @@ public final class StreamPlayer: @unchecked Sendable {
         var pageOffset = 0
         var serial: UInt32? = nil
         var chainBoundary = false
-        var pendingPage: OggPage? = nil
+        var pendingPage: (page: OggPage, arrivalMs: Int)? = nil
         var scratch = [UInt8](repeating: 0, count: 16384)
+        /// When the bytes handed to libFLAC last arrived: for Ogg, when the page being decoded
+        /// was complete; for native FLAC, when the last byte read arrived. Never earlier than
+        /// the truth, so each frame gives an upper bound on when it could have arrived.
+        var arrivalMs: Int
+        private var readArrivalMs: Int
 
         init(ring: ByteRing, prefix: [UInt8], kind: StreamKind) {
             self.ring = ring
             self.prefix = prefix
             self.kind = kind
+            arrivalMs = ring.lastReadArrivalMs
+            readArrivalMs = arrivalMs
             if kind == .oggFLAC {
                 splitter.feed(prefix)
                 self.prefix = []
@@ -404,16 +411,19 @@ public final class StreamPlayer: @unchecked Sendable {
                     prefixOffset += n
                     return .bytes(n)
                 }
-                return fromRing(into: buf, output: output)
+                let r = fromRing(into: buf, output: output)
+                if case .bytes = r { arrivalMs = ring.lastReadArrivalMs }
+                return r
             }
             while pageOffset >= page.count {
                 if chainBoundary { return .end }
                 let next: OggPage
-                if let p = pendingPage { next = p; pendingPage = nil }
-                else if let p = splitter.next() { next = p }
+                if let p = pendingPage { next = p.page; arrivalMs = p.arrivalMs; pendingPage = nil }
+                else if let p = splitter.next() { next = p; arrivalMs = readArrivalMs }
                 else {
                     let r = scratch.withUnsafeMutableBytes { fromRing(into: $0, output: output) }
                     guard case .bytes(let n) = r else { return r }
+                    readArrivalMs = ring.lastReadArrivalMs
                     splitter.feed(scratch[0..<n])
                     continue
                 }
@@ -423,7 +433,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 }
                 if next.beginsStream, let current = serial, current != next.serial {
                     // Hand this page to the next decoder instance.
-                    pendingPage = next
+                    pendingPage = (next, arrivalMs)
                     serial = nil
                     chainBoundary = true
                     return .end
@@ -456,6 +466,7 @@ public final class StreamPlayer: @unchecked Sendable {
     private final class Output {
         let player: StreamPlayer
         let session: Session
+        let input: Input
         let joinBufferMs: Int
         let sinkName: String?
         let server: String?
@@ -470,10 +481,18 @@ public final class StreamPlayer: @unchecked Sendable {
         let converter = PCMConverter()
         var announcedPlaying = false
         var smoothedDelayMs = 0.0
+        /// Audio decoded on this connection, ms (skipped, held, written).
+        var decodedMs = 0.0
+        /// When audio position 0 would have arrived had every page come on time: the minimum
+        /// over frames of (arrival − position at the frame's end). Pages that waited anywhere
+        /// (a burst, a stall, the kernel's buffer) only give later values; the punctual ones set it.
+        var onTimeOriginMs: Double? = nil
+        var lastArrivalMs = 0
 
-        init(player: StreamPlayer, session: Session, joinBufferMs: Int, sinkName: String?, server: String?) {
+        init(player: StreamPlayer, session: Session, input: Input, joinBufferMs: Int, sinkName: String?, server: String?) {
             self.player = player
             self.session = session
+            self.input = input
             self.joinBufferMs = joinBufferMs
             self.sinkName = sinkName
             self.server = server
@@ -487,6 +506,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 return player.volume
             }
             converter.convert(f, volume: volume, into: &pcm)
+            noteArrival(f)
             let ms = f.format.milliseconds(frames: f.samples)
             if joining {
                 if pendingFormat != f.format { pending.removeAll(); pendingMs = 0; pendingFormat = f.format }
@@ -532,26 +552,32 @@ public final class StreamPlayer: @unchecked Sendable {
             pendingMs = 0
         }
 
-        /// The local delay now: what the sound server holds (pa_simple_get_latency, interpolated by
-        /// libpulse, no round trip), what we hold decoded, the ring's compressed bytes at the
-        /// stream's measured bytes per ms, and the time since bytes last arrived. Pages arrive in
-        /// bursts, so the buffered part is a sawtooth; buffered + time since the last arrival is
-        /// what stays constant.
+        private func noteArrival(_ f: DecodedFrame) {
+            decodedMs += Double(f.samples) * 1000 / Double(f.format.sampleRate)
+            let arrival = input.arrivalMs
+            let bound = Double(arrival) - decodedMs
+            // Creeps later by 200 ppm between bounds, so a server clock slower than ours is
+            // followed instead of pinning the origin to an old minimum.
+            let creep = onTimeOriginMs.map { $0 + Double(max(0, arrival - lastArrivalMs)) * 0.0002 } ?? bound
+            onTimeOriginMs = min(creep, bound)
+            lastArrivalMs = arrival
+        }
+
+        /// The delay from the stream's live edge (as it leaves the server) to what leaves the
+        /// speaker here: how late the newest decoded audio is against its on-time arrival
+        /// (waiting in the ring, the kernel, a burst) plus what we hold decoded plus what the
+        /// sound server holds (pa_simple_get_latency, interpolated by libpulse, no round trip).
+        /// Each part moves as the others move the opposite way, so the sum stays constant while
+        /// playback is smooth and grows by exactly what an underrun or stall loses.
         func updateDelay(format: AudioFormat, unwrittenMs: Int) {
-            guard let sink else { return }
+            guard let sink, let origin = onTimeOriginMs else { return }
             let paMs = sink.latencyUs() / 1000
-            let ringBytes = session.ring.fill
-            let sinceArrivalMs = max(0, min(2000, monotonicMs() - session.ring.lastWriteMs))
+            let lateMs = Double(monotonicMs()) - origin - decodedMs
             player.monitor.withLock {
-                let f = player.figures
-                let audioMs = f.format.map { $0.milliseconds(frames: f.samplesDecoded) } ?? 0
-                let bytesPerMs = audioMs > 0 ? Double(f.bytesReceived) / Double(audioMs) : 0
-                let ringMs = bytesPerMs > 0 ? Int(Double(ringBytes) / bytesPerMs) : 0
                 player.figures.bufferedMs = paMs
-                // Smoothed (about 1 s time constant at ~20 updates a second): each sample jitters
-                // with page arrivals and the sound server's timing, the delay itself does not.
-                let raw = Double(paMs + unwrittenMs + pendingMs + ringMs + sinceArrivalMs)
-                smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * 0.05
+                let raw = max(0, lateMs) + Double(paMs + unwrittenMs + pendingMs)
+                // Lightly smoothed: libpulse's interpolation and the 50 ms write pieces jitter.
+                smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * 0.2
                 player.figures.localDelayMs = Int(smoothedDelayMs)
             }
         }

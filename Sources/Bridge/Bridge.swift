@@ -204,11 +204,13 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             let prev = try client.previousTlid()
             let schemes = try client.uriSchemes()
             let before = server.withLock { $0.current?.track.uri }
+            // The position heard here trails the server's by the stream delay.
+            let heardPos = state == .playing ? max(0, pos - heardDelayMs) : pos
             apply { s in
                 s.connected = true
                 s.setCurrent(tl)
                 s.state = state
-                s.positionMs = pos
+                s.positionMs = heardPos
                 s.positionAnchorUs = monotonicUs()
                 s.volume = volume
                 s.repeatOn = repeatOn; s.single = single; s.random = random

@@ -32,11 +32,11 @@ public struct Config: Sendable, Equatable {
     public var autoplay = false
     /// Publish the server's track changes when they are heard here, not when the server switches.
     public var heardSync = true
-    /// The server's own part of the stream delay (encoder and Icecast, from Mopidy switching to the
-    /// audio leaving Icecast), which a stream carries no timestamps to measure by. Measured on the
-    /// loopback rig (the gst encoder, Ogg paging and Icecast: ~560 ms); set yours if titles change
-    /// early (raise it) or late (lower it).
-    public var serverDelayMs = 560
+    /// The server's own part of the stream delay (encoder, Ogg paging and Icecast, from Mopidy
+    /// switching to the audio leaving Icecast on time), which a stream carries no timestamps to
+    /// measure by. Measured on the loopback rig (gst flacenc + oggmux + Icecast): ~400 ms; set
+    /// yours if titles change early (raise it) or late (lower it).
+    public var serverDelayMs = 400
     /// Certificate authorities (PEM) to trust for https/wss besides the system's: a home server
     /// with its own CA. Verification is always on.
     public var caFile: String? = nil

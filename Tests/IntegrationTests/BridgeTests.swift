@@ -348,6 +348,37 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(10) { (try? rig.currentTitle()) != before }, "next did not reach Mopidy over https")
     }
 
+    /// Issue #7's fault: nginx in front answers 502 for 20 s while Mopidy behind it is down. The
+    /// bridge keeps answering GetAll within 100 ms, says why, and follows Mopidy once it is back.
+    func testNginxAnswering502ForTwentySeconds() throws {
+        XCTAssertTrue(waitUntil(10) { status().contains("\"events\":\"connected\"") }, status())
+        try rig.stop("mopidy")
+        var restarted = false
+        defer { if !restarted { try? rig.start("mopidy") } }
+        // The fault is what it claims: nginx is up and answers 502 Bad Gateway.
+        let probe = try runCommand(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
+                                    "-H", "Content-Type: application/json", "-d", "{}", rig.info.groove_rpc_url], timeout: 10)
+        XCTAssertEqual(probe.out, "502")
+        var worst: Int64 = 0
+        let end = Date().addingTimeInterval(20)
+        while Date() < end {
+            let t0 = monotonicUs()
+            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
+                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
+            worst = max(worst, monotonicUs() - t0)
+            usleep(250_000)
+        }
+        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs while nginx answered 502")
+        let s = status()
+        XCTAssertTrue(s.contains("\"events\":\"disconnected\"") && s.contains("502 Bad Gateway"), s)
+        try rig.start("mopidy")
+        restarted = true
+        let title = try XCTUnwrap(rig.currentTitle())
+        XCTAssertTrue(waitUntil(40) {
+            status().contains("\"events\":\"connected\"") && (try? playerctl("metadata", "title")) == title
+        }, "did not recover after the 502s: \(status())")
+    }
+
     func testThirtySecondOutageNoHotLoopAlwaysAnswering() throws {
         XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") })
         let pid = daemon.processIdentifier
@@ -471,11 +502,11 @@ final class BridgeTests: XCTestCase {
         print("heard-now: Metadata signal − new tone heard, ms: \(aligned)")
         print("heard-now: without alignment (Mopidy's event − new tone heard), ms: \(unaligned)")
         XCTAssertGreaterThanOrEqual(aligned.count, 5)
-        // What holds in every run so far: each change at least halves the unaligned error (1.3 s
-        // to 2.3 s here). Issue #8's target, 250 ms for every change, is met in most runs alone
-        // (median ~100 ms) but not when the bridge has fallen behind and audio waits in Icecast's
-        // and the kernel's buffers, where the estimate cannot see it: see the issue's notes.
+        // Issue #8's target: each change within 250 ms of the heard one (measured: within ±60 ms
+        // alone and with two CPU-burning processes beside it, −70 to −120 ms after the earlier
+        // tests' faults), and each far closer than without the alignment (1.2 to 2.3 s).
         for (a, u) in zip(aligned, unaligned) {
+            XCTAssertLessThanOrEqual(abs(a), 250, "Metadata \(a) ms from the heard change; unaligned \(u) ms")
             XCTAssertLessThan(abs(a) * 2, abs(u), "Metadata \(a) ms from the heard change; unaligned \(u) ms")
         }
     }
