@@ -293,6 +293,20 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(daemonLog().contains("the session bus went away; exiting"))
     }
 
+    /// Calls GetAll every `everyMs` for `seconds` and returns the slowest round trip, µs.
+    func slowestGetAllUs(seconds: Double, everyMs: UInt32) throws -> Int64 {
+        var worst: Int64 = 0
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            let t0 = monotonicUs()
+            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
+                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
+            worst = max(worst, monotonicUs() - t0)
+            usleep(everyMs * 1000)
+        }
+        return worst
+    }
+
     func status() -> String {
         (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out) ?? ""
     }
@@ -359,15 +373,7 @@ final class BridgeTests: XCTestCase {
         let probe = try runCommand(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
                                     "-H", "Content-Type: application/json", "-d", "{}", rig.info.groove_rpc_url], timeout: 10)
         XCTAssertEqual(probe.out, "502")
-        var worst: Int64 = 0
-        let end = Date().addingTimeInterval(20)
-        while Date() < end {
-            let t0 = monotonicUs()
-            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
-                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
-            worst = max(worst, monotonicUs() - t0)
-            usleep(250_000)
-        }
+        let worst = try slowestGetAllUs(seconds: 20, everyMs: 250)
         XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs while nginx answered 502")
         let s = status()
         XCTAssertTrue(s.contains("\"events\":\"disconnected\"") && s.contains("502 Bad Gateway"), s)
@@ -377,6 +383,42 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(40) {
             status().contains("\"events\":\"connected\"") && (try? playerctl("metadata", "title")) == title
         }, "did not recover after the 502s: \(status())")
+    }
+
+    /// Issue #7's fault: Icecast frozen (SIGSTOP) for 30 s, then SIGCONT. The bridge notices the
+    /// silent stream, says so, answers throughout and plays again by itself.
+    func testIcecastFrozenThirtySecondsThenContinued() throws {
+        XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") }, status())
+        try rig.signal("icecast", "STOP")
+        var continued = false
+        defer { if !continued { try? rig.signal("icecast", "CONT") } }
+        let worst = try slowestGetAllUs(seconds: 30, everyMs: 500)
+        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs while Icecast was frozen")
+        let s = status()
+        XCTAssertTrue(s.contains("no data from \(rig.info.stream_url)") && !s.contains("\"stream\":\"playing\""), s)
+        try rig.signal("icecast", "CONT")
+        continued = true
+        XCTAssertTrue(waitUntil(45) { status().contains("\"stream\":\"playing\"") }, "did not play again: \(status())")
+        XCTAssertTrue(waitUntil(5) { (try? playerctl("status")) == "Playing" })
+        XCTAssertTrue(daemonLog().contains("no data from \(rig.info.stream_url)"))
+    }
+
+    /// Issue #7's fault: the sound server killed and started again under the running bridge.
+    func testSoundServerRestartedUnderTheBridge() throws {
+        XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") }, status())
+        try rig.stop("pulse", signal: "KILL")
+        var restarted = false
+        defer { if !restarted { try? rig.start("pulse") } }
+        XCTAssertTrue(waitUntil(10) { status().contains("\"stream_last_error\"") }, status())
+        let worst = try slowestGetAllUs(seconds: 3, everyMs: 100)
+        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs without a sound server")
+        try rig.start("pulse")
+        restarted = true
+        let rec = try Recorder(rig: rig)
+        recorder = rec
+        XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: rig.info.tracks.map(\.freq), timeout: 20),
+                        "no audio on the new sound server: \(status())")
+        XCTAssertTrue(status().contains("\"stream\":\"playing\""), status())
     }
 
     func testThirtySecondOutageNoHotLoopAlwaysAnswering() throws {
@@ -394,14 +436,7 @@ final class BridgeTests: XCTestCase {
         var restarted = false
         defer { if !restarted { try? rig.start("icecast"); try? rig.start("mopidy") } }
         let cpu0 = cpuSeconds()
-        var worst: Int64 = 0
-        for _ in 0..<30 {
-            let t0 = monotonicUs()
-            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
-                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
-            worst = max(worst, monotonicUs() - t0)
-            usleep(1_000_000)
-        }
+        let worst = try slowestGetAllUs(seconds: 30, everyMs: 1000)
         let cpu = cpuSeconds() - cpu0
         let s = status()
         print("30 s outage: CPU \(cpu) s, slowest GetAll \(worst) µs")
