@@ -22,8 +22,10 @@ public final class PulseSink {
     }
 
     /// `sink`: a sink name (nil: PULSE_SINK or the default). `targetLatencyMs`: the server-side
-    /// buffer; ~200 ms avoids losing audio when writing resumes after a gap.
-    init(format: AudioFormat, server: String?, sink: String?, targetLatencyMs: Int = 200) throws(SinkError) {
+    /// buffer: 400 ms with 100 ms writes costs the sound server's client thread and ours about
+    /// half of what 200 ms with 50 ms writes did (BENCHMARKS.md), and pauses stay immediate
+    /// because the decoder flushes it.
+    init(format: AudioFormat, server: String?, sink: String?, targetLatencyMs: Int = 400) throws(SinkError) {
         self.format = format
         var spec = pa_sample_spec()
         spec.format = format.sinkBytesPerSample == 2 ? PA_SAMPLE_S16LE : PA_SAMPLE_S32LE

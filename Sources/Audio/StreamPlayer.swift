@@ -146,7 +146,7 @@ public final class StreamPlayer: @unchecked Sendable {
             return old
         }
         // Ends the old connection on both threads: the decoder stops writing within one
-        // 20 ms piece and flushes the sink; libcurl aborts at its next callback.
+        // 100 ms piece and flushes the sink; libcurl aborts at its next callback.
         old?.ring.cancel()
         if !w { setStatus(s) }
     }
@@ -462,7 +462,7 @@ public final class StreamPlayer: @unchecked Sendable {
     }
 
     /// Decoded frames to the sink: converts, applies volume, holds the join buffer, reopens the
-    /// sink on a format change, stops within 20 ms when the connection is cancelled.
+    /// sink on a format change, stops within one 100 ms piece when the connection is cancelled.
     private final class Output {
         let player: StreamPlayer
         let session: Session
@@ -576,14 +576,14 @@ public final class StreamPlayer: @unchecked Sendable {
             player.monitor.withLock {
                 player.figures.bufferedMs = paMs
                 let raw = max(0, lateMs) + Double(paMs + unwrittenMs + pendingMs)
-                // Lightly smoothed: libpulse's interpolation and the 50 ms write pieces jitter.
+                // Lightly smoothed: libpulse's interpolation and the 100 ms write pieces jitter.
                 smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * 0.2
                 player.figures.localDelayMs = Int(smoothedDelayMs)
             }
         }
 
-        /// Writes to the sink in pieces of 50 ms: a pause is noticed between two (and the sink is
-        /// flushed), while the sound server's thread is not woken for every few samples.
+        /// Writes to the sink in pieces of 100 ms: a pause is noticed between two (and the sink is
+        /// flushed), while neither thread is woken for every few samples.
         private func play(_ bytes: [UInt8], format: AudioFormat) -> Bool {
             if sink?.format != format {
                 sink = nil
@@ -601,7 +601,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 announcedPlaying = true
                 player.setStatus(.playing)
             }
-            let piece = max(format.sinkBytesPerFrame, format.sampleRate / 20 * format.sinkBytesPerFrame)
+            let piece = max(format.sinkBytesPerFrame, format.sampleRate / 10 * format.sinkBytesPerFrame)
             var offset = 0
             while offset < bytes.count {
                 if session.ring.isCancelled { return false }
