@@ -466,6 +466,18 @@ final class BridgeTests: XCTestCase {
     /// own next, and a track running out after a seek near its end); the Metadata signal is
     /// compared with the new tone in the recording, on the same monotonic clock.
     func testMetadataChangesWhenTheNewTrackIsHeard() throws {
+        // server_delay_ms stands for a server's encoder pipeline in its normal state. An earlier
+        // fault test (Icecast frozen for 30 s) leaves the rig's encoder with audio queued inside
+        // it, which no listener can see and which only a new pipeline sheds: start it afresh,
+        // and let the bridge join the new stream.
+        func reconnects() -> Int {
+            guard let o = try? JSONSerialization.jsonObject(with: Data(status().utf8)) as? [String: Any] else { return -1 }
+            return o["stream_reconnects"] as? Int ?? -1
+        }
+        let before = reconnects()
+        try rig.command(["cmd": "restart", "name": "encoder"])
+        XCTAssertTrue(waitUntil(30) { reconnects() > before && status().contains("\"stream\":\"playing\"") },
+                      "the bridge did not rejoin the restarted encoder's stream: \(status())")
         let rec = try Recorder(rig: rig)
         recorder = rec
         let tones = rig.info.tracks.map(\.freq)
