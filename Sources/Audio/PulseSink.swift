@@ -22,9 +22,9 @@ public final class PulseSink {
     }
 
     /// `sink`: a sink name (nil: PULSE_SINK or the default). `targetLatencyMs`: the server-side
-    /// buffer: 400 ms with 100 ms writes costs the sound server's client thread and ours about
-    /// half of what 200 ms with 50 ms writes did (BENCHMARKS.md), and pauses stay immediate
-    /// because the decoder flushes it.
+    /// buffer: 400 ms with 100 ms writes costs libpulse's thread and ours a quarter less than
+    /// 200 ms with 50 ms writes did (BENCHMARKS.md). A pause still silences within one write,
+    /// because the decoder flushes the buffer.
     init(format: AudioFormat, server: String?, sink: String?, targetLatencyMs: Int = 400) throws(SinkError) {
         self.format = format
         var spec = pa_sample_spec()

@@ -117,12 +117,10 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     // MARK: - Mopidy events (on "mopidy-events"; handed to the worker)
 
     public func eventStreamConnected(url: String) {
-        if layouts.count > 1, let layout = layouts.first(where: { $0.wsURL == url }), layout != client.endpoints {
+        if layouts.count > 1, let layout = layouts.first(where: { $0.wsURL == url }) {
             client.use(layout)
-        }
-        if layouts.count > 1 {
-            let which = url == layouts[0].wsURL ? "the Groove Audio layout" : "the plain Mopidy layout"
-            Log.info("Mopidy answers in \(which) at \(client.endpoints.rpcURL)")
+            let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
+            Log.info("Mopidy answers in \(which) at \(layout.rpcURL)")
         }
         stats.withLock { $0.eventsConnected = true }
         worker.submit { [self] in resync() }
