@@ -113,7 +113,8 @@ func layouts(_ c: Config) -> [MopidyEndpoints] {
         fail("no server configured: set host (or rpc_url and ws_url) in \(Config.defaultPath(environment: currentEnvironment())) "
              + "or give --host; `scripts/demo` runs one on loopback", code: 1)
     }
-    // One URL given with a host: that one wins, the other comes from the layout that answers.
+    // One URL given with a host: that one wins, the other comes from the layout that answers
+    // (with only ws_url given, the socket cannot tell the layouts apart: Groove's RPC URL).
     return MopidyEndpoints.layouts(host: host).map {
         MopidyEndpoints(rpcURL: c.rpcURL ?? $0.rpcURL, wsURL: c.wsURL ?? $0.wsURL)
     }
