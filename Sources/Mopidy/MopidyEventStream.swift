@@ -67,12 +67,6 @@ public final class MopidyEventStream: Sendable {
         waker.wake()
     }
 
-    /// Drops the current connection and reconnects at once (e.g. after a configuration reload).
-    public func reconnectNow() {
-        state.withLock { $0.connection }?.interrupt()
-        waker.wake()
-    }
-
     private var running: Bool { state.withLock { $0.running } }
 
     private func run() {
