@@ -10,6 +10,8 @@ public struct SinkError: Error, CustomStringConvertible, Sendable {
 /// libpulse. Not thread-safe: the decoder thread owns it. Frees the stream in `deinit`.
 public final class PulseSink {
     let format: AudioFormat
+    /// What the decoder writes at a time: one request's worth.
+    let pieceBytes: Int
     private let simple: OpaquePointer
 
     /// Desktop mixers show the stream as "Groove Audio" with the music role. pa_simple takes no
@@ -21,21 +23,25 @@ public final class PulseSink {
         setenv("PULSE_PROP_application.id", "groove-bridge", 0)
     }
 
-    /// `sink`: a sink name (nil: PULSE_SINK or the default). `targetLatencyMs`: the server-side
-    /// buffer: 400 ms with 100 ms writes costs libpulse's thread and ours a quarter less than
-    /// 200 ms with 50 ms writes did (BENCHMARKS.md). A pause still silences within one write,
-    /// because the decoder flushes the buffer.
-    init(format: AudioFormat, server: String?, sink: String?, targetLatencyMs: Int = 400) throws(SinkError) {
+    /// `sink`: a sink name (nil: PULSE_SINK or the default). `bufferMs`: the server-side buffer;
+    /// `requestMs`: the least free space the server waits for before it asks for more (the
+    /// decoder writes pieces of that size). PulseAudio then runs the sink at bufferMs − 2 ×
+    /// requestMs = 400 ms when no other client asks for less. Left to the server, requests came
+    /// every 20 ms: 600/100 costs a tenth less alone on the sink than 400/default and a tenth
+    /// less beside a low-latency player (BENCHMARKS.md). A pause still silences within one
+    /// piece, because the decoder flushes the buffer.
+    init(format: AudioFormat, server: String?, sink: String?, bufferMs: Int = 600, requestMs: Int = 100) throws(SinkError) {
         self.format = format
+        pieceBytes = max(format.sinkBytesPerFrame, format.sampleRate * requestMs / 1000 * format.sinkBytesPerFrame)
         var spec = pa_sample_spec()
         spec.format = format.sinkBytesPerSample == 2 ? PA_SAMPLE_S16LE : PA_SAMPLE_S32LE
         spec.rate = UInt32(format.sampleRate)
         spec.channels = UInt8(clamping: format.channels)
         var attr = pa_buffer_attr()
         attr.maxlength = UInt32.max
-        attr.tlength = UInt32(format.sampleRate * format.sinkBytesPerFrame * targetLatencyMs / 1000)
+        attr.tlength = UInt32(format.sampleRate * format.sinkBytesPerFrame * bufferMs / 1000)
         attr.prebuf = UInt32.max
-        attr.minreq = UInt32.max
+        attr.minreq = UInt32(pieceBytes)
         attr.fragsize = UInt32.max
         var err: Int32 = 0
         guard let s = pa_simple_new(server, "Groove Audio", PA_STREAM_PLAYBACK, sink, "Groove Audio stream",

@@ -582,7 +582,7 @@ public final class StreamPlayer: @unchecked Sendable {
             }
         }
 
-        /// Writes to the sink in pieces of 100 ms: a pause is noticed between two (and the sink is
+        /// Writes to the sink in pieces of 100 ms (PulseSink's request size): a pause is noticed between two (and the sink is
         /// flushed), while neither thread is woken for every few samples.
         private func play(_ bytes: [UInt8], format: AudioFormat) -> Bool {
             if sink?.format != format {
@@ -601,7 +601,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 announcedPlaying = true
                 player.setStatus(.playing)
             }
-            let piece = max(format.sinkBytesPerFrame, format.sampleRate / 10 * format.sinkBytesPerFrame)
+            let piece = sink!.pieceBytes
             var offset = 0
             while offset < bytes.count {
                 if session.ring.isCancelled { return false }
