@@ -25,11 +25,12 @@ public final class PulseSink {
 
     /// `sink`: a sink name (nil: PULSE_SINK or the default). `bufferMs`: the server-side buffer;
     /// `requestMs`: the least free space the server waits for before it asks for more (the
-    /// decoder writes pieces of that size). PulseAudio then runs the sink at bufferMs − 2 ×
-    /// requestMs = 400 ms when no other client asks for less. Left to the server, requests came
-    /// every 20 ms: 600/100 costs a tenth less alone on the sink than 400/default and a tenth
-    /// less beside a low-latency player (BENCHMARKS.md). A pause still silences within one
-    /// piece, because the decoder flushes the buffer.
+    /// decoder writes pieces of that size). pa_simple asks for ADJUST_LATENCY, so PulseAudio runs
+    /// the sink at (bufferMs − 2 × requestMs) / 2 = 200 ms when no other client asks for less.
+    /// Left to the server, requests came every 20 ms: 600/100 costs a tenth less than 400/default,
+    /// alone on the sink and beside a low-latency player; 400/100 cost more, the sink then running
+    /// at 100 ms (BENCHMARKS.md). A pause still silences within one piece, because the decoder
+    /// flushes the buffer.
     init(format: AudioFormat, server: String?, sink: String?, bufferMs: Int = 600, requestMs: Int = 100) throws(SinkError) {
         self.format = format
         pieceBytes = max(format.sinkBytesPerFrame, format.sampleRate * requestMs / 1000 * format.sinkBytesPerFrame)

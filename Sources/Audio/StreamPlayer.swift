@@ -582,8 +582,9 @@ public final class StreamPlayer: @unchecked Sendable {
             }
         }
 
-        /// Writes to the sink in pieces of 100 ms (PulseSink's request size): a pause is noticed between two (and the sink is
-        /// flushed), while neither thread is woken for every few samples.
+        /// Writes to the sink in pieces of PulseSink's request size (100 ms): a pause is noticed
+        /// between two (and the sink is flushed), while neither thread is woken for every few
+        /// samples.
         private func play(_ bytes: [UInt8], format: AudioFormat) -> Bool {
             if sink?.format != format {
                 sink = nil
