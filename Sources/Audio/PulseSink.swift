@@ -41,6 +41,8 @@ public final class PulseSink {
         var attr = pa_buffer_attr()
         attr.maxlength = UInt32.max
         attr.tlength = UInt32(format.sampleRate * format.sinkBytesPerFrame * bufferMs / 1000)
+        // The server's default: playback starts once buffer − request (500 ms) is written. The
+        // join at the live edge writes its 500 ms at once, so the first sound is not held back.
         attr.prebuf = UInt32.max
         attr.minreq = UInt32(pieceBytes)
         attr.fragsize = UInt32.max

@@ -59,7 +59,7 @@ public struct StreamConfig: Sendable {
     public var pulseServer: String? = nil
     public var ringBytes = 512 * 1024
     /// Audio kept when joining (the rest of Icecast's burst is dropped): enough to ride out the
-    /// gaps between Ogg pages and network jitter.
+    /// gaps between Ogg pages and network jitter, and PulseSink's prebuffer (500 ms) at once.
     public var joinBufferMs = 500
     public var stallSeconds = 8
     /// Wrong password, not FLAC, no such mount: retried this slowly.
