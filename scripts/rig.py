@@ -659,6 +659,37 @@ http {{
         raise ValueError(f"unknown command {cmd!r}")
 
 
+class Child:
+    """A rig for a script: `rig.py serve` as a child process that stops when we do. `info` is its
+    description; `env` points D-Bus and PulseAudio clients at it."""
+
+    def __init__(self, mopidy_mpris=False):
+        env = dict(os.environ)
+        if mopidy_mpris:
+            env["RIG_MOPIDY_MPRIS"] = "1"
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve",
+                                      "--owner", str(os.getpid())],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+        self.info = json.loads(self.proc.stdout.readline())
+        if "error" in self.info:
+            raise SystemExit(f"rig: {self.info['error']}")
+        self.env = dict(os.environ, DBUS_SESSION_BUS_ADDRESS=self.info["bus_address"],
+                        PULSE_SERVER=self.info["pulse_server"], XDG_RUNTIME_DIR=self.info["pulse_runtime"])
+        self.env.pop("DISPLAY", None)
+
+    def cmd(self, **c):
+        self.proc.stdin.write(json.dumps(c) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def rpc(self, method, **params):
+        return self.cmd(cmd="rpc", method=method, params=params).get("ok")
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
 def watch_owner(owner, on_gone):
     def loop():
         while True:

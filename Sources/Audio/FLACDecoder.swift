@@ -18,6 +18,8 @@ public struct AudioFormat: Equatable, Sendable, CustomStringConvertible {
     public var sinkBytesPerFrame: Int { sinkBytesPerSample * channels }
 
     public func milliseconds(frames: Int) -> Int { sampleRate > 0 ? frames * 1000 / sampleRate : 0 }
+    /// Whole frames' worth of sink bytes in `ms` milliseconds (at least one frame).
+    public func sinkBytes(milliseconds ms: Int) -> Int { max(1, sampleRate * ms / 1000) * sinkBytesPerFrame }
 
     public var description: String { "FLAC \(bitsPerSample)-bit \(sampleRate) Hz \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) ch")" }
 }

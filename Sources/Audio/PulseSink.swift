@@ -33,14 +33,14 @@ public final class PulseSink {
     /// flushes the buffer.
     init(format: AudioFormat, server: String?, sink: String?, bufferMs: Int = 600, requestMs: Int = 100) throws(SinkError) {
         self.format = format
-        pieceBytes = max(format.sinkBytesPerFrame, format.sampleRate * requestMs / 1000 * format.sinkBytesPerFrame)
+        pieceBytes = format.sinkBytes(milliseconds: requestMs)
         var spec = pa_sample_spec()
         spec.format = format.sinkBytesPerSample == 2 ? PA_SAMPLE_S16LE : PA_SAMPLE_S32LE
         spec.rate = UInt32(format.sampleRate)
         spec.channels = UInt8(clamping: format.channels)
         var attr = pa_buffer_attr()
         attr.maxlength = UInt32.max
-        attr.tlength = UInt32(format.sampleRate * format.sinkBytesPerFrame * bufferMs / 1000)
+        attr.tlength = UInt32(format.sinkBytes(milliseconds: bufferMs))
         // The server's default: playback starts once buffer − request (500 ms) is written. The
         // join at the live edge writes its 500 ms at once, so the first sound is not held back.
         attr.prebuf = UInt32.max
