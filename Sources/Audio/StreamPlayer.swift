@@ -49,7 +49,7 @@ public protocol StreamPlayerDelegate: AnyObject, Sendable {
     func streamPlayer(statusChanged status: StreamStatus)
 }
 
-public struct StreamConfig: Sendable {
+public struct StreamConfig: Sendable, Equatable {
     public var url: String
     public var user: String?
     public var password: String?

@@ -92,8 +92,13 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// A new configuration (SIGHUP): the stream takes the new password, URL, sink and volume mode.
     public func reload(_ new: Config) {
         settings.withLock { $0 = new }
+        // A change the stream sees reconnects it, and so does a reload while it is failed (the
+        // server may have been fixed); not, say, a new server_delay_ms while it plays.
         if let url = new.effectiveStreamURL, let stream {
-            stream.update(config: Bridge.streamConfig(new, url: url))
+            let streamConfig = Bridge.streamConfig(new, url: url)
+            var failed = false
+            if case .failed = stream.currentStatus { failed = true }
+            if streamConfig != stream.config || failed { stream.update(config: streamConfig) }
         }
         worker.submit { [self] in apply { $0.volumeMode = new.volume } }
         Log.info("configuration reloaded: \(new)")

@@ -225,6 +225,7 @@ extension Config: CustomStringConvertible {
         if let sink { parts.append("sink=\(sink)") }
         parts.append("notify=\(notify)")
         parts.append("heard_sync=\(heardSync)")
+        if heardSync { parts.append("server_delay_ms=\(serverDelayMs)") }
         if let caFile { parts.append("ca_file=\(caFile)") }
         return parts.joined(separator: " ")
     }

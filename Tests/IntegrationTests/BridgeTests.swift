@@ -465,12 +465,17 @@ final class BridgeTests: XCTestCase {
     /// Issue #8: the widget changes when the music does. Six server-side track changes (Mopidy's
     /// own next, and a track running out after a seek near its end); the Metadata signal is
     /// compared with the new tone in the recording, on the same monotonic clock.
+    ///
+    /// The bridge measures everything from the stream's live edge to the speaker; what happens
+    /// inside the server before audio leaves Icecast (Mopidy's output, the encoder) shows in no
+    /// byte of the stream and is `server_delay_ms`. On this rig it varies from run to run and
+    /// machine to machine (measured 0.35–0.65 s), so the test does what the README tells a user
+    /// to do: it measures it first (a raw listener beside the bridge, three changes), sets
+    /// `server_delay_ms` to that and reloads, then checks the bridge against the speaker.
     func testMetadataChangesWhenTheNewTrackIsHeard() throws {
-        // server_delay_ms stands for a server's encoder pipeline in its normal state. An earlier
-        // fault test (Icecast frozen for 30 s) leaves the rig's encoder slower, which no listener
-        // can see (a raw listener measured Mopidy's next → new tone out of Icecast at 7–257 ms on
-        // a fresh rig, 233–1327 ms after the freeze; leaky queues in the encoder did not help).
-        // Only a new pipeline sheds it: start it afresh, and let the bridge join the new stream.
+        // An earlier fault test (Icecast frozen for 30 s) leaves the rig's encoder up to ~1 s
+        // slower and drifting; only a new pipeline sheds that. Start it afresh, and let the
+        // bridge join the new stream.
         func reconnects() -> Int {
             guard let o = try? JSONSerialization.jsonObject(with: Data(status().utf8)) as? [String: Any] else { return -1 }
             return o["stream_reconnects"] as? Int ?? -1
@@ -481,13 +486,58 @@ final class BridgeTests: XCTestCase {
                       "the bridge did not rejoin the restarted encoder's stream: \(status())")
         let rec = try Recorder(rig: rig)
         recorder = rec
+        let listener = RawListener(url: rig.info.stream_url, user: rig.info.user, password: rig.info.password, ogg: true)
+        defer { listener.stop() }
         let tones = rig.info.tracks.map(\.freq)
         XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 8))
-        usleep(2_000_000)  // past the join: the delay estimate is settled
+        XCTAssertTrue(waitUntil(8) { listener.seconds > 2 }, "the raw listener decoded nothing")
         let events = TimedEvents()
         let stream = MopidyEventStream(url: rig.info.mopidy_ws_url, delegate: events)
         stream.start()
         defer { stream.stop() }
+        usleep(500_000)
+
+        /// Changes track `count` times; returns each change as (Mopidy's event time, new title).
+        func changeTracks(_ count: Int) throws -> [(us: Int64, title: String)] {
+            let begin = monotonicUs()
+            for i in 0..<count {
+                let before = try rig.currentTitle() ?? ""
+                if i % 2 == 0 {
+                    try rig.rpc("core.playback.next")
+                } else {
+                    try rig.rpc("core.playback.seek", ["time_position": rig.info.track_seconds * 1000 - 1500])
+                }
+                XCTAssertTrue(waitUntil(6) { (try? rig.currentTitle()) != before }, "change \(i) did not happen")
+                usleep(3_000_000)  // the change is heard and published, then a steady stretch
+            }
+            return events.list.withLock { l in
+                l.compactMap { e -> (Int64, String)? in
+                    guard e.us >= begin, case .trackPlaybackStarted(let tl) = e.event else { return nil }
+                    return (e.us, tl.track.name ?? "")
+                }
+            }
+        }
+        /// Mopidy's event → the new tone leaving Icecast, in ms.
+        func serverDelayMs(_ eventUs: Int64, _ title: String) -> Int? {
+            guard let freq = rig.track(titled: title)?.freq,
+                  let out = listener.onTimeUs(ofTone: freq, candidates: tones, fromUs: eventUs - 300_000) else { return nil }
+            return Int((out - eventUs) / 1000)
+        }
+
+        // Calibration, as a user would tune server_delay_ms.
+        let measured = try changeTracks(3).compactMap { serverDelayMs($0.us, $0.title) }.sorted()
+        print("heard-now: the rig's server delay (Mopidy's event → out of Icecast), ms: \(measured)")
+        XCTAssertGreaterThanOrEqual(measured.count, 2, "the raw listener did not hear the changes")
+        let serverDelay = max(0, measured[measured.count / 2])
+        let cfg = configDir.appendingPathComponent("groove-bridge/config")
+        try FileManager.default.createDirectory(at: cfg.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try "server_delay_ms = \(serverDelay)\n".write(to: cfg, atomically: true, encoding: .utf8)
+        let joined = reconnects()
+        kill(daemon.processIdentifier, SIGHUP)
+        XCTAssertTrue(waitUntil(5) { status().contains("server_delay_ms=\(serverDelay)") }, "not reloaded: \(status())")
+        XCTAssertTrue(status().contains("\"stream\":\"playing\""), "the reload interrupted the stream: \(status())")
+        XCTAssertEqual(reconnects(), joined, "a new server_delay_ms reconnected the stream")
+
         // Every Metadata title the bridge publishes, with the time it arrived.
         let titles = Mutex<[(us: Int64, title: String)]>([])
         let stop = Atomic<Bool>(false)
@@ -508,26 +558,10 @@ final class BridgeTests: XCTestCase {
             done.signal()
         }
         usleep(500_000)
-        let begin = monotonicUs()
-        for i in 0..<6 {
-            let before = try rig.currentTitle() ?? ""
-            if i % 2 == 0 {
-                try rig.rpc("core.playback.next")
-            } else {
-                try rig.rpc("core.playback.seek", ["time_position": rig.info.track_seconds * 1000 - 1500])
-            }
-            XCTAssertTrue(waitUntil(6) { (try? rig.currentTitle()) != before }, "change \(i) did not happen")
-            usleep(3_000_000)  // the change is heard and published, then a steady stretch
-        }
+        let starts = try changeTracks(6)
         stop.store(true, ordering: .relaxed)
         done.wait()
-        let starts = events.list.withLock { l in
-            l.compactMap { e -> (Int64, String)? in
-                guard e.us >= begin, case .trackPlaybackStarted(let tl) = e.event else { return nil }
-                return (e.us, tl.track.name ?? "")
-            }
-        }
-        var aligned: [Int] = [], unaligned: [Int] = []
+        var aligned: [Int] = [], unaligned: [Int] = [], server: [Int] = []
         for (eventUs, title) in starts {
             guard let freq = rig.track(titled: title)?.freq else { continue }
             let signal = titles.withLock { $0.first { $0.title == title && $0.us >= eventUs - 100_000 }?.us }
@@ -546,15 +580,26 @@ final class BridgeTests: XCTestCase {
             }
             aligned.append(Int((signal - heard) / 1000))
             unaligned.append(Int((eventUs - heard) / 1000))
+            server.append(serverDelayMs(eventUs, title) ?? -1)
         }
+        print("heard-now: server_delay_ms = \(serverDelay)")
         print("heard-now: Metadata signal − new tone heard, ms: \(aligned)")
         print("heard-now: without alignment (Mopidy's event − new tone heard), ms: \(unaligned)")
+        print("heard-now: the rig's server delay at each change, ms: \(server)")
+        // What is left once the server's own drift from server_delay_ms is taken out: the bridge's
+        // measure of its part (5–17 ms here).
+        let own = zip(aligned, server).map { $0 + $1 - serverDelay }
+        print("heard-now: the bridge's own error (server's drift taken out), ms: \(own)")
         XCTAssertGreaterThanOrEqual(aligned.count, 5)
         // Issue #8's target: each change within 250 ms of when it is heard (measured ±75 ms over
         // a dozen runs), and each far closer than without the alignment (1.0 to 2.4 s here).
         for (a, u) in zip(aligned, unaligned) {
             XCTAssertLessThanOrEqual(abs(a), 250, "Metadata \(a) ms from the heard change; unaligned \(u) ms")
             XCTAssertLessThan(abs(a) * 2, abs(u), "Metadata \(a) ms from the heard change; unaligned \(u) ms")
+        }
+        for (o, sd) in zip(own, server) {
+            XCTAssertGreaterThanOrEqual(sd, 0, "the raw listener missed a change")
+            XCTAssertLessThanOrEqual(abs(o), 150, "the bridge's own measure is \(o) ms off")
         }
         if let lo = aligned.min(), let hi = aligned.max() { print("heard-now: spread within the run \(hi - lo) ms") }
     }

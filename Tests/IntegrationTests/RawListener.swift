@@ -1,0 +1,107 @@
+import Foundation
+import Net
+import Support
+@testable import Audio
+
+/// A second listener of the rig's Icecast stream, independent of the bridge's player: libcurl →
+/// libFLAC, no join skip, no sound server, every byte decoded as it arrives. It places each
+/// sample on the monotonic clock at the time it left the server (its "on-time" instant), so a
+/// test can measure the server's own part of the stream delay: Mopidy's event → that audio
+/// leaving Icecast.
+///
+/// On-time: a sample at stream position p left the server at origin + p, where origin is the
+/// smallest (arrival − position) seen. Icecast's connect burst and Ogg pages arrive early or
+/// late as wholes; the earliest-arriving edge is the live one. The bridge uses the same rule
+/// for its local part, so the two measures meet at the same instant.
+final class RawListener: StreamingGetDelegate, @unchecked Sendable {
+    private let ring = ByteRing(capacity: 1 << 20)
+    private let lock = NSLock()
+    private var samples: [Int16] = []  // channel 0, as 16-bit
+    private var rate = 0
+    private var originUs: Int64? = nil
+    private var stopped = false
+    /// Signalled by each of the two threads as it ends. They hold the listener until then:
+    /// call `stop`.
+    private let done = DispatchSemaphore(value: 0)
+
+    init(url: String, user: String, password: String, ogg: Bool) {
+        Thread.detachNewThread { [self] in
+            _ = StreamingGet().perform(url: url, options: .init(user: user, password: password), delegate: self)
+            ring.finish()
+            done.signal()
+        }
+        Thread.detachNewThread { [self] in
+            let decoder = FLACDecoder(
+                container: ogg ? .ogg : .native,
+                read: { [ring] buf in
+                    if case .bytes(let n) = ring.read(into: buf) { return .bytes(n) }
+                    return .end
+                },
+                frame: { [self] f in keep(f); return true },
+                corruption: {})
+            _ = decoder?.run()
+            done.signal()
+        }
+    }
+
+    private func keep(_ f: DecodedFrame) {
+        let arrivalUs = Int64(ring.lastReadArrivalMs) * 1000
+        let shift = Int32(f.format.bitsPerSample - 16)
+        guard let plane = f.planes[0] else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if rate != f.format.sampleRate { samples = []; originUs = nil; rate = f.format.sampleRate }
+        for i in 0..<f.samples {
+            let v = shift >= 0 ? plane[i] >> shift : plane[i] << -shift
+            samples.append(Int16(clamping: v))
+        }
+        let bound = arrivalUs - Int64(samples.count) * 1_000_000 / Int64(rate)
+        originUs = min(originUs ?? bound, bound)
+    }
+
+    func stop() {
+        lock.lock()
+        let first = !stopped
+        stopped = true
+        lock.unlock()
+        guard first else { return }
+        ring.cancel()
+        done.wait()
+        done.wait()
+    }
+
+    /// Seconds of audio decoded so far.
+    var seconds: Double {
+        lock.lock(); defer { lock.unlock() }
+        return rate > 0 ? Double(samples.count) / Double(rate) : 0
+    }
+
+    /// The on-time instant (monotonic µs) of the first 50 ms in which `tone` dominates, searching
+    /// from the audio that was on time at `fromUs`; nil if it has not arrived.
+    func onTimeUs(ofTone tone: Int, candidates: [Int], fromUs: Int64) -> Int64? {
+        lock.lock()
+        guard let origin = originUs, rate > 0 else { lock.unlock(); return nil }
+        let all = samples, r = rate
+        lock.unlock()
+        let window = r / 20, step = r / 100
+        var idx = max(0, Int((fromUs - origin) * Int64(r) / 1_000_000))
+        while idx + window <= all.count {
+            if Tone.dominant(Array(all[idx..<(idx + window)]), rate: r, candidates: candidates) == tone {
+                return origin + Int64(idx + window / 2) * 1_000_000 / Int64(r)
+            }
+            idx += step
+        }
+        return nil
+    }
+
+    // MARK: - StreamingGetDelegate (on the network thread)
+
+    func streamResponse(status: Int, contentType: String?) -> Bool { status == 200 }
+
+    func streamData(_ bytes: UnsafeRawBufferPointer) -> Bool { ring.write(bytes) }
+
+    func streamShouldAbort() -> Bool {
+        lock.lock(); defer { lock.unlock() }
+        return stopped
+    }
+}
