@@ -565,15 +565,7 @@ final class BridgeTests: XCTestCase {
         for (eventUs, title) in starts {
             guard let freq = rig.track(titled: title)?.freq else { continue }
             let signal = titles.withLock { $0.first { $0.title == title && $0.us >= eventUs - 100_000 }?.us }
-            var idx = rec.index(atTime: eventUs)
-            var heard: Int64? = nil
-            while idx + 2205 < rec.count {
-                if Tone.dominant(rec.window(idx, 2205), rate: Recorder.rate, candidates: tones) == freq {
-                    heard = rec.time(ofSample: idx + 1102)
-                    break
-                }
-                idx += 441
-            }
+            let heard = rec.firstHeard(freq, candidates: tones, fromUs: eventUs)
             guard let signal, let heard else {
                 XCTFail("\(title): signal \(String(describing: signal)), heard \(String(describing: heard))")
                 continue

@@ -83,15 +83,9 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
         guard let origin = originUs, rate > 0 else { lock.unlock(); return nil }
         let all = samples, r = rate
         lock.unlock()
-        let window = r / 20, step = r / 100
-        var idx = max(0, Int((fromUs - origin) * Int64(r) / 1_000_000))
-        while idx + window <= all.count {
-            if Tone.dominant(Array(all[idx..<(idx + window)]), rate: r, candidates: candidates) == tone {
-                return origin + Int64(idx + window / 2) * 1_000_000 / Int64(r)
-            }
-            idx += step
-        }
-        return nil
+        let from = Int((fromUs - origin) * Int64(r) / 1_000_000)
+        return Tone.firstWindow(of: tone, in: all, from: from, rate: r, candidates: candidates)
+            .map { origin + Int64($0) * 1_000_000 / Int64(r) }
     }
 
     // MARK: - StreamingGetDelegate (on the network thread)

@@ -88,6 +88,14 @@ final class Recorder: @unchecked Sendable {
         return nil
     }
 
+    /// When `tone` was first heard from `fromUs` on (the middle of its first 50 ms), or nil.
+    func firstHeard(_ tone: Int, candidates: [Int], fromUs: Int64) -> Int64? {
+        let start = index(atTime: fromUs)
+        let all: [Int16] = { lock.lock(); defer { lock.unlock() }; return samples }()
+        return Tone.firstWindow(of: tone, in: all, from: start, rate: Recorder.rate, candidates: candidates)
+            .map { time(ofSample: $0) }
+    }
+
     func rms(_ w: [Int16]) -> Double {
         guard !w.isEmpty else { return 0 }
         return (w.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(w.count)).squareRoot() / 32768
@@ -95,6 +103,20 @@ final class Recorder: @unchecked Sendable {
 }
 
 enum Tone {
+    /// The middle sample of the first 50 ms window (stepping 10 ms from `from`) that `tone`
+    /// dominates, or nil.
+    static func firstWindow(of tone: Int, in samples: [Int16], from: Int, rate: Int, candidates: [Int]) -> Int? {
+        let window = rate / 20, step = rate / 100
+        var idx = max(0, from)
+        while idx + window <= samples.count {
+            if dominant(Array(samples[idx..<(idx + window)]), rate: rate, candidates: candidates) == tone {
+                return idx + window / 2
+            }
+            idx += step
+        }
+        return nil
+    }
+
     /// Goertzel power at each candidate; the winner must hold most of the signal's energy.
     static func dominant(_ w: [Int16], rate: Int, candidates: [Int]) -> Int? {
         guard w.count >= rate / 50 else { return nil }
