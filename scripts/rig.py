@@ -294,13 +294,17 @@ class Rig:
                          ready=lambda: os.path.exists(self.path("bus", "socket"))))
 
     def start_pulse(self):
+        # --no-cpu-limit: PulseAudio's own limiter ends the daemon when it used over 70 % of a
+        # core for 10 s, which a busy 2-core test machine can reach.
         argv = ["pulseaudio", "-n", "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit",
-                "--use-pid-file=no", "--log-target=stderr",
+                "--no-cpu-limit", "--use-pid-file=no", "--log-target=stderr",
                 "-L", "module-native-protocol-unix auth-anonymous=1",
                 "-L", f"module-null-sink sink_name={self.sink} "
                       f"sink_properties=device.description=GrooveTest",
                 "-L", "module-always-sink"]
-        self.add(Service("pulse", argv, env=self.base_env(), log_path=self.logp("pulse"),
+        # Restarted if it ends unasked (said on stderr with the end of its log), so one lost
+        # sound server fails one test, not every test after it.
+        self.add(Service("pulse", argv, env=self.base_env(), log_path=self.logp("pulse"), restart=True,
                          ready=lambda: subprocess.run(["pactl", "info"], env=self.base_env(),
                                                       stdout=subprocess.DEVNULL,
                                                       stderr=subprocess.DEVNULL).returncode == 0))
@@ -589,8 +593,17 @@ http {{
             with self.lock:
                 for svc in self.services.values():
                     if svc.restart and svc.wanted and svc.proc.poll() is not None:
+                        if svc.name == "pulse":
+                            tail = ""
+                            try:
+                                with open(svc.log_path, errors="replace") as f:
+                                    tail = "".join(f.readlines()[-5:])
+                            except OSError:
+                                pass
+                            print(f"rig: pulse exited with {svc.proc.returncode}, restarting; "
+                                  f"its log ends:\n{tail}", file=sys.stderr, flush=True)
                         try:
-                            if tcp_open(self.ports["icecast"]):
+                            if svc.name == "pulse" or tcp_open(self.ports["icecast"]):
                                 svc.spawn()
                         except Exception:
                             pass
