@@ -160,7 +160,9 @@ def make_library(music_dir, seconds=TRACK_SECONDS):
 
 
 class Service:
-    """One child process, started by argv and stopped by pid."""
+    """One child process, started by argv and stopped by pid. `restart`: False, True (started
+    again whenever it ends unasked) or a callable saying when it may be (the encoders: once
+    Icecast is back)."""
 
     def __init__(self, name, argv, env=None, ready=None, log_path=None, restart=False):
         self.name, self.argv, self.env, self.ready = name, argv, env, ready
@@ -178,6 +180,13 @@ class Service:
             logf.close()
         self.wanted = True
         self.starts += 1
+
+    def log_tail(self, lines=5):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except (OSError, TypeError):
+            return ""
 
     def start(self):
         self.spawn()
@@ -302,8 +311,8 @@ class Rig:
                 "-L", f"module-null-sink sink_name={self.sink} "
                       f"sink_properties=device.description=GrooveTest",
                 "-L", "module-always-sink"]
-        # Restarted if it ends unasked (said on stderr with the end of its log), so one lost
-        # sound server fails one test, not every test after it.
+        # Restarted if it ends unasked, so one lost sound server fails one test, not every test
+        # after it.
         self.add(Service("pulse", argv, env=self.base_env(), log_path=self.logp("pulse"), restart=True,
                          ready=lambda: subprocess.run(["pactl", "info"], env=self.base_env(),
                                                       stdout=subprocess.DEVNULL,
@@ -386,7 +395,9 @@ class Rig:
                "mount=/stream.flac", "streamname=Groove Test",
                "t.", "!", "queue", "!", "udpsink", f"host={LOOPBACK}",
                f"port={self.ports['pcm_native']}", f"bind-address={LOOPBACK}", "sync=false"]
-        self.add(Service("encoder", gst, log_path=self.logp("encoder"), restart=True,
+        # Like a real source client, an encoder reconnects once Icecast is back.
+        icecast_up = lambda: tcp_open(self.ports["icecast"])
+        self.add(Service("encoder", gst, log_path=self.logp("encoder"), restart=icecast_up,
                          ready=lambda: self.icecast_mount_live("/stream.flac")))
         ff = ["ffmpeg", "-nostdin", "-loglevel", "warning",
               "-f", "s16le", "-ar", str(RATE), "-ac", str(CHANNELS),
@@ -394,7 +405,7 @@ class Rig:
                     f"&fifo_size=1000000&overrun_nonfatal=1",
               "-c:a", "flac", "-f", "flac", "-content_type", "audio/flac",
               f"icecast://source:{pw}@{LOOPBACK}:{ip}/native.flac"]
-        self.add(Service("encoder_native", ff, log_path=self.logp("encoder_native"), restart=True,
+        self.add(Service("encoder_native", ff, log_path=self.logp("encoder_native"), restart=icecast_up,
                          ready=lambda: self.icecast_mount_live("/native.flac")))
 
     def write_mopidy_config(self):
@@ -586,24 +597,18 @@ http {{
         threading.Thread(target=self._supervise, name="rig-supervisor", daemon=True).start()
 
     def _supervise(self):
-        """Restarts the encoders when they drop (e.g. Icecast went away), with a short backoff:
-        a real Groove server's source client reconnects in the same way."""
+        """Starts again what ended unasked and may restart (see Service), saying so on stderr
+        with the end of its log: the encoders when Icecast went away, as a real Groove server's
+        source client reconnects, and PulseAudio."""
         while not self.stopping:
             time.sleep(0.2)
             with self.lock:
                 for svc in self.services.values():
                     if svc.restart and svc.wanted and svc.proc.poll() is not None:
-                        if svc.name == "pulse":
-                            tail = ""
-                            try:
-                                with open(svc.log_path, errors="replace") as f:
-                                    tail = "".join(f.readlines()[-5:])
-                            except OSError:
-                                pass
-                            print(f"rig: pulse exited with {svc.proc.returncode}, restarting; "
-                                  f"its log ends:\n{tail}", file=sys.stderr, flush=True)
                         try:
-                            if svc.name == "pulse" or tcp_open(self.ports["icecast"]):
+                            if svc.restart is True or svc.restart():
+                                print(f"rig: {svc.name} exited with {svc.proc.returncode}, restarting; "
+                                      f"its log ends:\n{svc.log_tail()}", file=sys.stderr, flush=True)
                                 svc.spawn()
                         except Exception:
                             pass
