@@ -57,7 +57,7 @@ public struct ServerState: Equatable, Sendable {
     /// Mopidy's position now, from the last known position and the clock.
     func serverPositionMs(nowUs: Int64) -> Int {
         guard state == .playing else { return positionMs }
-        return positionMs + Int(max(0, nowUs - positionAnchorUs) / 1000)
+        return positionMs.adding(saturating: Int(max(0, nowUs.subtracting(saturating: positionAnchorUs)) / 1000))
     }
 
     /// A new current track. Keeps the artist order already shown when only the order differs:
@@ -82,20 +82,23 @@ public struct ServerState: Equatable, Sendable {
         return single ? .track : .playlist
     }
 
-    public func playerState(nowUs: Int64 = monotonicUs()) -> PlayerState {
+    /// What MPRIS publishes. Every published property's value is decided here, from this value
+    /// alone (no clock: the position is published with its anchor and advances from there).
+    public func playerState() -> PlayerState {
         var p = PlayerState()
         p.playbackStatus = status
         p.loopStatus = loopStatus
         p.shuffle = random
         p.volume = volumeMode == .local ? localVolume : Double(volume ?? 100) / 100
-        p.positionUs = Int64(serverPositionMs(nowUs: nowUs)) * 1000
-        p.positionAnchorUs = nowUs
+        p.positionUs = Int64(positionMs).multiplied(saturating: 1000)
+        p.positionAnchorUs = positionAnchorUs
+        p.positionAdvancing = state == .playing
         // While Mopidy is unreachable the last track stays only while its audio still plays.
         if let tl = current, connected || localStream == .playing {
             let t = tl.track
             p.metadata = TrackMetadata(
                 trackID: TrackMetadata.trackID(tlid: tl.tlid),
-                lengthUs: t.lengthMs.map { Int64($0) * 1000 },
+                lengthUs: t.lengthMs.map { Int64($0).multiplied(saturating: 1000) },
                 artURL: artURL, title: streamTitle ?? t.name, artists: t.artists, album: t.album,
                 albumArtists: t.albumArtists, trackNumber: t.trackNumber, discNumber: t.discNumber,
                 genres: t.genre.map { [$0] } ?? [], url: t.uri, date: t.date)

@@ -1,5 +1,6 @@
-// The introspection data of /org/mpris/MediaPlayer2. The same text is kept as data in
-// dbus/org.mpris.MediaPlayer2.groove.xml (installed); a unit test keeps the two identical.
+// The introspection data of /org/mpris/MediaPlayer2; the properties come from their tables
+// (Properties.swift). The same text is kept as data in dbus/org.mpris.MediaPlayer2.groove.xml
+// (installed); a unit test keeps the two identical.
 public let mprisIntrospectionXML = #"""
 <!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
@@ -36,15 +37,7 @@ public let mprisIntrospectionXML = #"""
   <interface name="org.mpris.MediaPlayer2">
     <method name="Raise"/>
     <method name="Quit"/>
-    <property name="CanQuit" type="b" access="read"/>
-    <property name="Fullscreen" type="b" access="readwrite"/>
-    <property name="CanSetFullscreen" type="b" access="read"/>
-    <property name="CanRaise" type="b" access="read"/>
-    <property name="HasTrackList" type="b" access="read"/>
-    <property name="Identity" type="s" access="read"/>
-    <property name="DesktopEntry" type="s" access="read"/>
-    <property name="SupportedUriSchemes" type="as" access="read"/>
-    <property name="SupportedMimeTypes" type="as" access="read"/>
+\#(MPRISProperty.introspection(MPRISProperty.root))
   </interface>
   <interface name="org.mpris.MediaPlayer2.Player">
     <method name="Next"/>
@@ -60,25 +53,7 @@ public let mprisIntrospectionXML = #"""
     </method>
     <method name="OpenUri"><arg name="Uri" type="s" direction="in"/></method>
     <signal name="Seeked"><arg name="Position" type="x"/></signal>
-    <property name="PlaybackStatus" type="s" access="read"/>
-    <property name="LoopStatus" type="s" access="readwrite"/>
-    <property name="Rate" type="d" access="readwrite"/>
-    <property name="Shuffle" type="b" access="readwrite"/>
-    <property name="Metadata" type="a{sv}" access="read"/>
-    <property name="Volume" type="d" access="readwrite"/>
-    <property name="Position" type="x" access="read">
-      <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
-    </property>
-    <property name="MinimumRate" type="d" access="read"/>
-    <property name="MaximumRate" type="d" access="read"/>
-    <property name="CanGoNext" type="b" access="read"/>
-    <property name="CanGoPrevious" type="b" access="read"/>
-    <property name="CanPlay" type="b" access="read"/>
-    <property name="CanPause" type="b" access="read"/>
-    <property name="CanSeek" type="b" access="read"/>
-    <property name="CanControl" type="b" access="read">
-      <annotation name="org.freedesktop.DBus.Property.EmitsChangedSignal" value="false"/>
-    </property>
+\#(MPRISProperty.introspection(MPRISProperty.player))
   </interface>
 </node>
 """#

@@ -3,24 +3,24 @@ import Glibc
 import Support
 import Synchronization
 
-/// What MPRIS calls ask for, after the service has checked argument types and `Can*` flags.
-/// Called on the D-Bus thread: implementations hand the work on and return at once (a slow
-/// server must never make the bus slow).
-public protocol MPRISController: AnyObject, Sendable {
-    func play()
-    func pause()
-    func stop()
-    func next()
-    func previous()
+/// What an MPRIS call asks the player to do, once the service has checked the call's types,
+/// the matching `Can*` flag and the spec's rules (a stale track id, a position past the end).
+public enum PlayerCommand: Equatable, Sendable {
+    case play, pause, stop, next, previous
     /// Absolute position in the current track, already checked to be within it.
-    func setPosition(us: Int64)
-    func openURI(_ uri: String)
+    case setPosition(us: Int64)
+    case openURI(String)
     /// 0.0–1.0, already clamped.
-    func setVolume(_ volume: Double)
-    func setLoopStatus(_ status: LoopStatus)
-    func setShuffle(_ on: Bool)
-    func raise()
-    func quit()
+    case setVolume(Double)
+    case setLoopStatus(LoopStatus)
+    case setShuffle(Bool)
+    case raise, quit
+}
+
+/// Receives the commands. Called on the D-Bus thread: implementations hand the work on and
+/// return at once (a slow server must never make the bus slow).
+public protocol MPRISController: AnyObject, Sendable {
+    func perform(_ command: PlayerCommand)
 }
 
 /// The object /org/mpris/MediaPlayer2 on a bus connection: Root, Player, Properties,
@@ -31,7 +31,8 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
     public static let statusInterface = "io.github.GrooveBridge1"
 
     private let connection: DBusConnection
-    private let controller: MPRISController
+    /// Weak: the controller owns this service.
+    private weak var controller: MPRISController?
     private let state = Mutex<(current: PlayerState, published: PlayerState, flushQueued: Bool)>(
         (PlayerState(), PlayerState(), false))
     private let statusProvider: @Sendable () -> String
@@ -155,10 +156,10 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
         if let bad = expect(call, ""), ["Raise", "Quit"].contains(call.member) { return bad }
         switch call.member {
         case "Raise":
-            if current.canRaise { controller.raise() }
+            if current.canRaise { controller?.perform(.raise) }
             return .empty
         case "Quit":
-            controller.quit()
+            controller?.perform(.quit)
             return .empty
         default: return unknownMethod(call)
         }
@@ -179,39 +180,40 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
             return unknownMethod(call)
         }
         switch call.member {
-        case "Next": if s.canGoNext { controller.next() }
-        case "Previous": if s.canGoPrevious { controller.previous() }
-        case "Pause": if s.canPause { controller.pause() }
-        case "Play": if s.canPlay { controller.play() }
-        case "Stop": controller.stop()
+        case "Next": if s.canGoNext { controller?.perform(.next) }
+        case "Previous": if s.canGoPrevious { controller?.perform(.previous) }
+        case "Pause": if s.canPause { controller?.perform(.pause) }
+        case "Play": if s.canPlay { controller?.perform(.play) }
+        case "Stop": controller?.perform(.stop)
         case "PlayPause":
             // MPRIS: with CanPause false, PlayPause has no effect and raises an error.
             guard s.canPause else {
                 return .error(name: "org.freedesktop.DBus.Error.NotSupported", message: "this player cannot pause now")
             }
-            if s.playbackStatus == .playing { controller.pause() } else if s.canPlay { controller.play() }
+            if s.playbackStatus == .playing { controller?.perform(.pause) } else if s.canPlay { controller?.perform(.play) }
         case "Seek":
             guard s.canSeek, let offset = call.args.first?.int64Value else { break }
-            let target = s.position(nowUs: monotonicUs()) + offset
+            // Any int64 may arrive: the sum saturates instead of trapping.
+            let target = s.position(nowUs: monotonicUs()).adding(saturating: offset)
             if let len = s.metadata.lengthUs, target > len {
                 // MPRIS: seeking past the end acts like Next.
-                if s.canGoNext { controller.next() }
+                if s.canGoNext { controller?.perform(.next) }
             } else {
-                controller.setPosition(us: max(0, target))
+                controller?.perform(.setPosition(us: max(0, target)))
             }
         case "SetPosition":
             guard s.canSeek, let track = call.args[0].objectPathValue, let pos = call.args[1].int64Value else { break }
             // MPRIS: a stale track id, a negative position or one past the end is ignored.
             guard track == s.metadata.trackID, track != TrackMetadata.noTrackID, pos >= 0 else { break }
             if let len = s.metadata.lengthUs, pos > len { break }
-            controller.setPosition(us: pos)
+            controller?.perform(.setPosition(us: pos))
         case "OpenUri":
             guard let uri = call.args.first?.stringValue else { break }
             let scheme = uri.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
             guard uri.contains(":"), s.supportedUriSchemes.contains(scheme) else {
                 return .invalidArgs("unsupported URI scheme '\(scheme)'; supported: \(s.supportedUriSchemes.joined(separator: ", "))")
             }
-            controller.openURI(uri)
+            controller?.perform(.openURI(uri))
         default: break
         }
         return .empty
@@ -247,28 +249,26 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
     }
 
     private func set(_ iface: String, _ name: String, _ value: DBusValue) -> MethodReply {
-        guard let props = current.properties(of: iface, nowUs: 0) else { return noInterface(iface) }
-        guard let existing = props.first(where: { $0.0 == name })?.1 else { return noProperty(iface, name) }
-        let writable: Set<String> = iface == MPRISInterface.root ? ["Fullscreen"]
-            : ["LoopStatus", "Rate", "Shuffle", "Volume"]
-        guard writable.contains(name) else {
+        guard let table = MPRISProperty.table(of: iface) else { return noInterface(iface) }
+        guard let property = table.first(where: { $0.name == name }) else { return noProperty(iface, name) }
+        guard property.writable else {
             return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "\(name) is read-only")
         }
-        guard value.signature == existing.signature else {
-            return .invalidArgs("\(name) is of type '\(existing.signature)', not '\(value.signature)'")
+        guard value.signature == property.type else {
+            return .invalidArgs("\(name) is of type '\(property.type)', not '\(value.signature)'")
         }
         switch (name, value) {
         case ("Volume", .double(let v)):
             guard v.isFinite else { return .invalidArgs("Volume must be a finite number") }
             // MPRIS: a negative volume means 0.0. Mopidy's mixer has no gain above 100 %.
-            controller.setVolume(min(1.0, max(0.0, v)))
+            controller?.perform(.setVolume(min(1.0, max(0.0, v))))
         case ("LoopStatus", .string(let s)):
             guard let status = LoopStatus(rawValue: s) else {
                 return .invalidArgs("LoopStatus is one of None, Track, Playlist; not '\(s)'")
             }
-            controller.setLoopStatus(status)
+            controller?.perform(.setLoopStatus(status))
         case ("Shuffle", .bool(let b)):
-            controller.setShuffle(b)
+            controller?.perform(.setShuffle(b))
         case ("Rate", .double(let r)):
             // Minimum = Maximum = 1.0: any other rate is out of range and ignored.
             guard r.isFinite else { return .invalidArgs("Rate must be a finite number") }

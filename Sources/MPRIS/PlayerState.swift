@@ -71,9 +71,11 @@ public struct PlayerState: Equatable, Sendable {
     public var metadata: TrackMetadata = .none
     /// 0.0–1.0
     public var volume: Double = 1.0
-    /// Position at `positionAnchorUs` (monotonic µs), advancing while playing.
+    /// Position at `positionAnchorUs` (monotonic µs), advancing from there while
+    /// `positionAdvancing`.
     public var positionUs: Int64 = 0
     public var positionAnchorUs: Int64 = 0
+    public var positionAdvancing = false
     public var canGoNext = false
     public var canGoPrevious = false
     public var canPlay = true
@@ -86,80 +88,13 @@ public struct PlayerState: Equatable, Sendable {
 
     public init() {}
 
-    /// The position now: the last known position plus the time since, while playing, never past
-    /// the track's end.
+    /// The position now: the last known position plus the time since, while it advances, never
+    /// past the track's end.
     public func position(nowUs: Int64) -> Int64 {
         var p = positionUs
-        if playbackStatus == .playing { p += max(0, nowUs - positionAnchorUs) }
+        if positionAdvancing { p += max(0, nowUs - positionAnchorUs) }
         if let len = metadata.lengthUs, len > 0 { p = min(p, len) }
         return max(0, p)
     }
 }
 
-public enum MPRISInterface {
-    public static let root = "org.mpris.MediaPlayer2"
-    public static let player = "org.mpris.MediaPlayer2.Player"
-    public static let properties = "org.freedesktop.DBus.Properties"
-    public static let introspectable = "org.freedesktop.DBus.Introspectable"
-    public static let peer = "org.freedesktop.DBus.Peer"
-    public static let objectPath = "/org/mpris/MediaPlayer2"
-}
-
-extension PlayerState {
-    public static let identity = "Groove Audio"
-    public static let desktopEntry = "groove-bridge"
-
-    /// Root properties, in introspection order.
-    public func rootProperties() -> [(String, DBusValue)] {
-        [("CanQuit", .bool(true)),
-         ("Fullscreen", .bool(false)),
-         ("CanSetFullscreen", .bool(false)),
-         ("CanRaise", .bool(canRaise)),
-         ("HasTrackList", .bool(hasTrackList)),
-         ("Identity", .string(PlayerState.identity)),
-         ("DesktopEntry", .string(PlayerState.desktopEntry)),
-         ("SupportedUriSchemes", .strings(supportedUriSchemes)),
-         ("SupportedMimeTypes", .strings(supportedMimeTypes))]
-    }
-
-    /// Player properties, in introspection order. Position is computed at `nowUs`.
-    public func playerProperties(nowUs: Int64) -> [(String, DBusValue)] {
-        [("PlaybackStatus", .string(playbackStatus.rawValue)),
-         ("LoopStatus", .string(loopStatus.rawValue)),
-         ("Rate", .double(1.0)),
-         ("Shuffle", .bool(shuffle)),
-         ("Metadata", metadata.dbusValue),
-         ("Volume", .double(volume)),
-         ("Position", .int64(position(nowUs: nowUs))),
-         ("MinimumRate", .double(1.0)),
-         ("MaximumRate", .double(1.0)),
-         ("CanGoNext", .bool(canGoNext)),
-         ("CanGoPrevious", .bool(canGoPrevious)),
-         ("CanPlay", .bool(canPlay)),
-         ("CanPause", .bool(canPause)),
-         ("CanSeek", .bool(canSeek)),
-         ("CanControl", .bool(true))]
-    }
-
-    public func properties(of interface: String, nowUs: Int64) -> [(String, DBusValue)]? {
-        switch interface {
-        case MPRISInterface.root: return rootProperties()
-        case MPRISInterface.player: return playerProperties(nowUs: nowUs)
-        default: return nil
-        }
-    }
-
-    /// Properties never sent in PropertiesChanged (the introspection says EmitsChangedSignal=false).
-    static let silent: Set<String> = ["Position", "CanControl"]
-
-    /// What changed from `old` to `self`, per interface, without Position and CanControl.
-    public func changes(since old: PlayerState) -> [(interface: String, changed: [(String, DBusValue)])] {
-        var out: [(String, [(String, DBusValue)])] = []
-        for iface in [MPRISInterface.root, MPRISInterface.player] {
-            let a = old.properties(of: iface, nowUs: 0)!, b = properties(of: iface, nowUs: 0)!
-            let changed = zip(a, b).filter { !PlayerState.silent.contains($0.1.0) && $0.0.1 != $0.1.1 }.map(\.1)
-            if !changed.isEmpty { out.append((iface, changed)) }
-        }
-        return out
-    }
-}

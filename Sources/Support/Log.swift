@@ -45,6 +45,7 @@ public enum Log {
         return out
     }
 
+    public static func write(_ level: Level, _ message: @autoclosure () -> String) { emit(level, message) }
     public static func error(_ message: @autoclosure () -> String) { emit(.error, message) }
     public static func warning(_ message: @autoclosure () -> String) { emit(.warning, message) }
     public static func info(_ message: @autoclosure () -> String) { emit(.info, message) }

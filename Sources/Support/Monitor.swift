@@ -41,30 +41,3 @@ public final class Monitor: @unchecked Sendable {
     /// Wakes every waiter; call with or without the lock held.
     public func broadcast() { pthread_cond_broadcast(&cond) }
 }
-
-/// Runs jobs at monotonic due times, in submission order, on one named thread that sleeps until
-/// the next due time (no ticking). Callers keep due times non-decreasing.
-public final class DelayQueue: @unchecked Sendable {
-    private let monitor = Monitor()
-    private var items: [(dueMs: Int, job: @Sendable () -> Void)] = []  // guarded by monitor
-
-    public init(name: String) {
-        startThread(name: name) { [self] in
-            while true {
-                let job = monitor.withLock { () -> (@Sendable () -> Void) in
-                    while true {
-                        guard let first = items.first else { monitor.wait(deadlineMs: nil); continue }
-                        if monotonicMs() >= first.dueMs { return items.removeFirst().job }
-                        monitor.wait(deadlineMs: first.dueMs)
-                    }
-                }
-                job()
-            }
-        }
-    }
-
-    public func submit(dueMs: Int, _ job: @escaping @Sendable () -> Void) {
-        monitor.withLock { items.append((dueMs, job)) }
-        monitor.broadcast()
-    }
-}

@@ -107,32 +107,6 @@ public final class WakeFD: Sendable {
     }
 }
 
-/// A named thread that runs submitted jobs one at a time, in order. Sleeps on a condition
-/// variable while there is nothing to do (no polling).
-public final class SerialWorker: Sendable {
-    private let monitor = Monitor()
-    nonisolated(unsafe) private var jobs: [@Sendable () -> Void] = []  // guarded by monitor
-
-    public init(name: String) {
-        startThread(name: name) { [self] in
-            while true {
-                let job = monitor.withLock { () -> @Sendable () -> Void in
-                    while jobs.isEmpty { monitor.wait(deadlineMs: nil) }
-                    return jobs.removeFirst()
-                }
-                job()
-            }
-        }
-    }
-
-    public func submit(_ job: @escaping @Sendable () -> Void) {
-        monitor.withLock { jobs.append(job) }
-        monitor.broadcast()
-    }
-
-    public var pendingCount: Int { monitor.withLock { jobs.count } }
-}
-
 /// The full path of an executable on PATH, or nil.
 public func findExecutable(_ name: String) -> String? {
     let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"

@@ -14,22 +14,27 @@ final class ScriptedPlayer: MPRISController, @unchecked Sendable {
     func record(_ s: String) { calls.withLock { $0.append(s) } }
     var log: [String] { calls.withLock { $0 } }
 
-    func play() { record("play"); service.update { $0.playbackStatus = .playing; $0.positionAnchorUs = monotonicUs() } }
-    func pause() { record("pause"); service.update { $0.playbackStatus = .paused } }
-    func stop() { record("stop"); service.update { $0.playbackStatus = .stopped } }
-    func next() { record("next") }
-    func previous() { record("previous") }
-    func setPosition(us: Int64) {
-        record("setPosition \(us)")
-        service.update { $0.positionUs = us; $0.positionAnchorUs = monotonicUs() }
-        service.emitSeeked(positionUs: us)
+    func perform(_ command: PlayerCommand) {
+        switch command {
+        case .play:
+            record("play")
+            service.update { $0.playbackStatus = .playing; $0.positionAdvancing = true; $0.positionAnchorUs = monotonicUs() }
+        case .pause: record("pause"); service.update { $0.playbackStatus = .paused }
+        case .stop: record("stop"); service.update { $0.playbackStatus = .stopped }
+        case .next: record("next")
+        case .previous: record("previous")
+        case .setPosition(let us):
+            record("setPosition \(us)")
+            service.update { $0.positionUs = us; $0.positionAnchorUs = monotonicUs() }
+            service.emitSeeked(positionUs: us)
+        case .openURI(let uri): record("open \(uri)")
+        case .setVolume(let v): record("volume \(v)"); service.update { $0.volume = v }
+        case .setLoopStatus(let s): record("loop \(s.rawValue)"); service.update { $0.loopStatus = s }
+        case .setShuffle(let on): record("shuffle \(on)"); service.update { $0.shuffle = on }
+        case .raise: record("raise")
+        case .quit: record("quit")
+        }
     }
-    func openURI(_ uri: String) { record("open \(uri)") }
-    func setVolume(_ v: Double) { record("volume \(v)"); service.update { $0.volume = v } }
-    func setLoopStatus(_ s: LoopStatus) { record("loop \(s.rawValue)"); service.update { $0.loopStatus = s } }
-    func setShuffle(_ on: Bool) { record("shuffle \(on)"); service.update { $0.shuffle = on } }
-    func raise() { record("raise") }
-    func quit() { record("quit") }
 }
 
 final class MPRISTests: XCTestCase {
@@ -52,6 +57,7 @@ final class MPRISTests: XCTestCase {
         var initial = PlayerState()
         initial.metadata = MPRISTests.sampleTrack
         initial.playbackStatus = .playing
+        initial.positionAdvancing = true
         initial.positionUs = 5_000_000
         initial.positionAnchorUs = monotonicUs()
         initial.canGoNext = true

@@ -26,7 +26,7 @@ final class MPRISStateTests: XCTestCase {
         s.positionUs = 1_000_000
         s.positionAnchorUs = 5_000_000
         XCTAssertEqual(s.position(nowUs: 7_000_000), 1_000_000, "paused: no movement")
-        s.playbackStatus = .playing
+        s.positionAdvancing = true
         XCTAssertEqual(s.position(nowUs: 7_000_000), 3_000_000)
         XCTAssertEqual(s.position(nowUs: 60_000_000), 10_000_000)
     }
@@ -52,7 +52,13 @@ final class MPRISStateTests: XCTestCase {
         XCTAssertEqual(file.trimmingCharacters(in: .newlines), mprisIntrospectionXML.trimmingCharacters(in: .newlines))
         // Every property the state publishes is declared, and only those.
         let declared = Set(file.split(separator: "<property name=\"").dropFirst().map { String($0.prefix { $0 != "\"" }) })
-        let published = Set(PlayerState().rootProperties().map(\.0) + PlayerState().playerProperties(nowUs: 0).map(\.0))
+        let published = Set((MPRISProperty.root + MPRISProperty.player).map(\.name))
         XCTAssertEqual(declared, published)
+        // Each value has the type its table declares.
+        for iface in [MPRISInterface.root, MPRISInterface.player] {
+            for (name, value) in PlayerState().properties(of: iface, nowUs: 0)! {
+                XCTAssertEqual(value.signature, MPRISProperty.table(of: iface)!.first { $0.name == name }!.type, name)
+            }
+        }
     }
 }

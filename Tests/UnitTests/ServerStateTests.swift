@@ -72,7 +72,7 @@ final class ServerStateTests: XCTestCase {
         s.positionAnchorUs = 0
         s.localStream = .paused
         // The house's position goes on; what is published is the house's position now.
-        XCTAssertEqual(s.playerState(nowUs: 2_000_000).positionUs, 3_000_000)
+        XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 3_000_000)
     }
 
     func testDisconnectedMeansNoControlsThatNeedMopidy() {

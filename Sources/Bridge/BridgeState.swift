@@ -1,0 +1,196 @@
+import Audio
+import MPRIS
+import Mopidy
+import Support
+
+/// The bridge's timing choices, each with what it trades.
+enum BridgeTuning {
+    /// A track change that starts within this long of Next/Previous/OpenUri pressed through the
+    /// bridge is published at once (the key feels instant) instead of when it is heard. Longer
+    /// catches slower servers; shorter lets a change made elsewhere right after be held properly.
+    static let userCommandWindowMs = 3000
+    /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
+    static let resyncRetryMs = 2000
+}
+
+/// When an input is reduced, as the runner saw it: the reducer reads no clock and no other
+/// thread, so a test replays any sequence exactly.
+public struct Moment: Sendable, Equatable {
+    public var nowUs: Int64
+    /// How far what this computer plays lags the stream's live edge (StreamPlayer's measure of
+    /// the sound server and its own buffers), ms; 0 when it is not playing.
+    public var streamDelayMs: Int
+    public var nowMs: Int { Int(nowUs / 1000) }
+
+    public init(nowUs: Int64, streamDelayMs: Int = 0) {
+        self.nowUs = nowUs
+        self.streamDelayMs = streamDelayMs
+    }
+}
+
+/// Everything that changes the bridge's state, in the order the runner received it.
+public enum Input: Sendable {
+    /// Mopidy's event socket is up: fetch the whole state (events missed meanwhile are lost).
+    case eventsConnected
+    case eventsDisconnected(reason: String)
+    case event(MopidyEvent)
+    /// The answer to one of the bridge's own Mopidy calls.
+    case reply(Reply)
+    case streamStatus(StreamStatus, sequence: Int)
+    /// The user, through MPRIS.
+    case command(PlayerCommand)
+    case reload(Config)
+    /// The cover of a track is on disk (nil: it has none, or it could not be fetched).
+    case artReady(trackURI: String, file: String?)
+    /// The deadline the state asked for (`nextDeadlineMs`) has passed.
+    case due
+}
+
+/// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
+public enum MopidyCall: Equatable, Sendable {
+    case resync, refreshNeighbours, refreshOptions
+    case play, resume, pause, stop, next, previous
+    case seek(ms: Int)
+    case setVolume(Int)
+    case setLoop(LoopStatus)
+    case setRandom(Bool)
+    case open(uri: String)
+
+    /// For log lines.
+    var name: String {
+        switch self {
+        case .resync: return "resync"
+        case .refreshNeighbours: return "tracklist"
+        case .refreshOptions: return "options"
+        case .play, .resume: return "play"
+        case .pause: return "pause"
+        case .stop: return "stop"
+        case .next: return "next"
+        case .previous: return "previous"
+        case .seek: return "seek"
+        case .setVolume: return "volume"
+        case .setLoop: return "loop"
+        case .setRandom: return "shuffle"
+        case .open(let uri): return "open \(uri)"
+        }
+    }
+}
+
+public enum Reply: Sendable {
+    case synced(Snapshot)
+    case neighbours(next: Int?, previous: Int?)
+    case options(repeatOn: Bool, single: Bool, random: Bool)
+    case done(MopidyCall)
+    case failed(MopidyCall, reason: String)
+}
+
+/// Mopidy's whole state, fetched after every (re)connect.
+public struct Snapshot: Equatable, Sendable {
+    public var rpcURL: String
+    public var current: TlTrack?
+    public var state: PlaybackState
+    public var positionMs: Int
+    public var volume: Int?
+    public var repeatOn = false, single = false, random = false
+    public var nextTlid: Int? = nil, previousTlid: Int? = nil
+    public var uriSchemes: [String] = []
+
+    public init(rpcURL: String, current: TlTrack?, state: PlaybackState, positionMs: Int, volume: Int?) {
+        self.rpcURL = rpcURL; self.current = current; self.state = state
+        self.positionMs = positionMs; self.volume = volume
+    }
+}
+
+public enum StreamCommand: Equatable, Sendable {
+    case play, pause, stop
+    case volume(Double)
+    case configure(StreamConfig)
+}
+
+/// Work the reducer asks for; the runner performs it, in order.
+public enum Effect: Equatable, Sendable {
+    /// The MPRIS object's new state (the service signals what changed).
+    case publish(PlayerState)
+    case seeked(positionUs: Int64)
+    case call(MopidyCall)
+    case fetchArt(Track)
+    case notify(Track, artFile: String?)
+    case stream(StreamCommand)
+    /// Raise: the server's web interface in the browser.
+    case openWebInterface
+    case quit
+    case log(Log.Level, String)
+}
+
+/// Everything the bridge knows and has published, as one value. Only `reduce` changes it.
+public struct BridgeState: Sendable {
+    public internal(set) var server = ServerState()
+    public internal(set) var config: Config
+    /// What the stream player was last told; nil when no stream is configured.
+    public internal(set) var streamConfig: StreamConfig?
+    /// The newest stream status taken; an older one arriving late is dropped.
+    var streamSequence = Int.min
+    /// Mopidy's timeline events held until they are heard here, in order of due time.
+    var held = FIFO<(dueMs: Int, event: MopidyEvent)>()
+    var lastDueMs = 0
+    /// When Next/Previous/OpenUri last went out through the bridge.
+    var userChangedTrackAtMs: Int? = nil
+    /// A full fetch is under way; events wait in `deferred` and are applied on top of it.
+    var syncing = false
+    var deferred: [MopidyEvent] = []
+    var resyncAtMs: Int? = nil
+    /// Refreshes under way, and those asked for again meanwhile (a burst collapses to one more).
+    var refreshing: Set<Refresh> = [], refreshAgain: Set<Refresh> = []
+    public internal(set) var published: PlayerState
+    public internal(set) var eventsConnected = false
+    public internal(set) var lastError: String? = nil
+    public internal(set) var eventReconnects = 0
+
+    enum Refresh: Hashable { case neighbours, options }
+
+    public init(config: Config, canRaise: Bool) {
+        self.config = config
+        streamConfig = config.effectiveStreamURL.map { BridgeState.streamConfig(config, url: $0) }
+        server.localStream = streamConfig == nil ? nil : .stopped
+        server.volumeMode = config.volume
+        server.canRaise = canRaise
+        published = server.playerState()
+    }
+
+    public static func streamConfig(_ c: Config, url: String) -> StreamConfig {
+        StreamConfig(url: url, user: c.user, password: c.password, sink: c.sink)
+    }
+
+    var hasStream: Bool { streamConfig != nil }
+
+    /// When the runner should hand in `.due`: the next held event, or a resync to retry.
+    public var nextDeadlineMs: Int? {
+        [held.first?.dueMs, resyncAtMs].compactMap { $0 }.min()
+    }
+
+    /// How long after the server a change is heard here: the stream's delay plus the server's
+    /// own (`server_delay_ms`), while this computer plays; 0 otherwise (nothing to align to).
+    public func heardDelayMs(_ m: Moment) -> Int {
+        guard hasStream, config.heardSync, server.localStream == .playing else { return 0 }
+        return max(0, m.streamDelayMs).adding(saturating: config.serverDelayMs)
+    }
+}
+
+extension MopidyEvent {
+    /// Events that move along the server's timeline: published when they are heard here.
+    var isTimeline: Bool {
+        switch self {
+        case .trackPlaybackStarted, .trackPlaybackPaused, .trackPlaybackResumed, .trackPlaybackEnded,
+             .playbackStateChanged, .seeked, .streamTitleChanged:
+            return true
+        case .tracklistChanged, .optionsChanged, .volumeChanged, .muteChanged, .playlistsLoaded,
+             .playlistChanged, .other:
+            return false
+        }
+    }
+}
+
+func describe(_ t: Track?) -> String {
+    guard let t else { return "nothing" }
+    return t.artists.isEmpty ? (t.name ?? t.uri) : "\(t.artists.joined(separator: ", ")) – \(t.name ?? t.uri)"
+}

@@ -1,0 +1,290 @@
+import Audio
+import MPRIS
+import Mopidy
+import Support
+
+extension BridgeState {
+    /// The one place the bridge's state changes: takes one input at one moment and returns the
+    /// work to do, in order. Performs nothing itself — no I/O, no clock, no locks — so every
+    /// sequence of inputs can be replayed in a test. Total: every input has an answer.
+    public mutating func reduce(_ input: Input, at m: Moment) -> [Effect] {
+        var fx: [Effect] = []
+        releaseDue(m, &fx)
+        switch input {
+        case .eventsConnected:
+            eventsConnected = true
+            resync(&fx)
+        case .eventsDisconnected(let reason):
+            eventsConnected = false
+            lastError = reason
+            eventReconnects = eventReconnects.adding(saturating: 1)
+            resyncAtMs = nil
+            endSync(m, &fx)
+            // Nothing plays that we could vouch for: say so rather than show stale data.
+            if server.state == .playing { anchorPosition(server.serverPositionMs(nowUs: m.nowUs), m) }
+            server.connected = false
+            server.state = .stopped
+        case .event(let e):
+            if syncing { deferred.append(e) } else { route(e, m, &fx) }
+        case .reply(let r):
+            reply(r, m, &fx)
+        case .streamStatus(let s, let sequence):
+            guard sequence > streamSequence else { break }
+            streamSequence = sequence
+            server.localStream = s
+        case .command(let c):
+            command(c, m, &fx)
+        case .reload(let new):
+            reload(new, &fx)
+        case .artReady(let uri, let file):
+            guard let track = server.current?.track, track.uri == uri else { break }
+            if let file { server.artURL = file }
+            if config.notify { fx.append(.notify(track, artFile: file)) }
+        case .due:
+            if let at = resyncAtMs, at <= m.nowMs {
+                resyncAtMs = nil
+                if eventsConnected && !syncing { resync(&fx) }
+            }
+        }
+        publish(&fx)
+        return fx
+    }
+
+    // MARK: - Heard-now
+
+    /// Track changes and server-side pauses are published when they are heard: held for the
+    /// stream delay while this computer plays. A track change the user asked for through the
+    /// bridge is published at once instead, so the key feels instant; the music follows.
+    private mutating func route(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
+        guard e.isTimeline else { return apply(e, m, &fx) }
+        var isStart = false
+        if case .trackPlaybackStarted = e { isStart = true }
+        let now = m.nowMs
+        let userAsked = userChangedTrackAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
+        let delay = heardDelayMs(m)
+        if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
+            if isStart {
+                // Newer than anything held: what still waits is dropped.
+                held.removeAll()
+                lastDueMs = 0
+            }
+            if lastDueMs <= now { return apply(e, m, &fx) }
+        }
+        let due = max(now.adding(saturating: delay), lastDueMs)
+        lastDueMs = due
+        held.append((due, e))
+        fx.append(.log(.debug, "heard-now: holding \(e) for \(due - now) ms"))
+    }
+
+    /// Applies the held events that are due, each at the moment it became due.
+    private mutating func releaseDue(_ m: Moment, _ fx: inout [Effect]) {
+        while let first = held.first, first.dueMs <= m.nowMs {
+            _ = held.popFirst()
+            var at = m
+            at.nowUs = Int64(first.dueMs) * 1000
+            apply(first.event, at, &fx)
+        }
+    }
+
+    // MARK: - Mopidy's events
+
+    private mutating func apply(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
+        switch e {
+        case .trackPlaybackStarted(let tl):
+            let before = server.current?.track.uri
+            server.setCurrent(tl)
+            server.state = .playing
+            anchorPosition(0, m)
+            fx.append(.log(.info, "now playing: \(describe(tl.track))"))
+            if tl.track.uri != before { fx.append(.fetchArt(tl.track)) }
+            refresh(.neighbours, &fx)
+        case .trackPlaybackPaused(_, let pos):
+            server.state = .paused
+            anchorPosition(pos, m)
+        case .trackPlaybackResumed(_, let pos):
+            server.state = .playing
+            anchorPosition(pos, m)
+        case .trackPlaybackEnded:
+            break  // the next track_playback_started or playback_state_changed follows
+        case .playbackStateChanged(_, let new):
+            let pos = new == .stopped ? 0 : server.serverPositionMs(nowUs: m.nowUs)
+            server.state = new
+            anchorPosition(pos, m)
+        case .seeked(let pos):
+            anchorPosition(pos, m)
+            seeked(Int64(pos).multiplied(saturating: 1000), &fx)
+        case .volumeChanged(let v):
+            server.volume = v
+        case .optionsChanged:
+            refresh(.options, &fx)
+            refresh(.neighbours, &fx)
+        case .tracklistChanged:
+            refresh(.neighbours, &fx)
+        case .streamTitleChanged(let title):
+            // A late title for the previous track can arrive after the new track started: only
+            // a title that differs from the track's own name replaces it, and it is dropped again
+            // at the next track change (setCurrent).
+            guard let cur = server.current, title != cur.track.name, !title.isEmpty else { break }
+            let uri = cur.track.uri
+            if uri.hasPrefix("http") || uri.hasPrefix("stream") || cur.track.name == nil { server.streamTitle = title }
+        case .muteChanged, .playlistsLoaded, .playlistChanged, .other:
+            break
+        }
+    }
+
+    private mutating func anchorPosition(_ ms: Int, _ m: Moment) {
+        server.positionMs = max(0, ms)
+        server.positionAnchorUs = m.nowUs
+    }
+
+    // MARK: - Mopidy's replies
+
+    private mutating func reply(_ r: Reply, _ m: Moment, _ fx: inout [Effect]) {
+        switch r {
+        case .synced(let s):
+            let before = server.current?.track.uri
+            server.connected = true
+            server.setCurrent(s.current)
+            server.state = s.state
+            // The position heard here trails the server's by the stream delay.
+            anchorPosition(s.state == .playing ? s.positionMs.subtracting(saturating: heardDelayMs(m)) : s.positionMs, m)
+            server.volume = s.volume
+            server.repeatOn = s.repeatOn; server.single = s.single; server.random = s.random
+            server.nextTlid = s.nextTlid; server.previousTlid = s.previousTlid
+            server.uriSchemes = s.uriSchemes
+            // The snapshot is newer than anything held back.
+            held.removeAll()
+            lastDueMs = 0
+            fx.append(.log(.info, "Mopidy at \(s.rpcURL): \(describe(s.current?.track)) [\(s.state.rawValue)]"))
+            if let tl = s.current, tl.track.uri != before || server.artURL == nil { fx.append(.fetchArt(tl.track)) }
+            endSync(m, &fx)
+        case .neighbours(let next, let previous):
+            server.nextTlid = next
+            server.previousTlid = previous
+            refreshed(.neighbours, &fx)
+        case .options(let r, let single, let random):
+            server.repeatOn = r; server.single = single; server.random = random
+            refreshed(.options, &fx)
+        case .done:
+            break
+        case .failed(let call, let reason):
+            lastError = reason
+            fx.append(.log(.warning, "\(call.name): \(reason)"))
+            switch call {
+            case .resync:
+                endSync(m, &fx)
+                if eventsConnected { resyncAtMs = m.nowMs.adding(saturating: BridgeTuning.resyncRetryMs) }
+            case .refreshNeighbours: refreshed(.neighbours, &fx)
+            case .refreshOptions: refreshed(.options, &fx)
+            default: break
+            }
+        }
+    }
+
+    private mutating func resync(_ fx: inout [Effect]) {
+        syncing = true
+        fx.append(.call(.resync))
+    }
+
+    /// The fetch is over (or will not come): what arrived meanwhile applies on top, in order.
+    private mutating func endSync(_ m: Moment, _ fx: inout [Effect]) {
+        syncing = false
+        let waiting = deferred
+        deferred = []
+        for e in waiting { route(e, m, &fx) }
+    }
+
+    private mutating func refresh(_ r: Refresh, _ fx: inout [Effect]) {
+        guard !refreshing.contains(r) else {
+            refreshAgain.insert(r)
+            return
+        }
+        refreshing.insert(r)
+        fx.append(.call(r == .neighbours ? .refreshNeighbours : .refreshOptions))
+    }
+
+    private mutating func refreshed(_ r: Refresh, _ fx: inout [Effect]) {
+        refreshing.remove(r)
+        if refreshAgain.remove(r) != nil { refresh(r, &fx) }
+    }
+
+    // MARK: - Commands and configuration
+
+    private mutating func command(_ c: PlayerCommand, _ m: Moment, _ fx: inout [Effect]) {
+        let serverControl = !hasStream || config.control == .server
+        switch c {
+        case .play:
+            // Play always leads to music: the stream connects, and a paused or stopped house
+            // is resumed or started.
+            if hasStream { fx.append(.stream(.play)) }
+            if server.connected && server.state != .playing { call(server.state == .paused ? .resume : .play, &fx) }
+        case .pause:
+            if hasStream { fx.append(.stream(.pause)) }
+            if serverControl { call(.pause, &fx) }
+        case .stop:
+            if hasStream { fx.append(.stream(.stop)) }
+            if serverControl { call(.stop, &fx) }
+        case .next, .previous:
+            userChangedTrackAtMs = m.nowMs
+            call(c == .next ? .next : .previous, &fx)
+        case .setPosition(let us):
+            call(.seek(ms: Int(us / 1000)), &fx)
+        case .openURI(let uri):
+            userChangedTrackAtMs = m.nowMs
+            call(.open(uri: uri), &fx)
+            if hasStream { fx.append(.stream(.play)) }
+        case .setVolume(let v):
+            if config.volume == .local && hasStream {
+                fx.append(.stream(.volume(v)))
+                server.localVolume = v
+            } else {
+                call(.setVolume(Int((v * 100).rounded())), &fx)
+            }
+        case .setLoopStatus(let s): call(.setLoop(s), &fx)
+        case .setShuffle(let on): call(.setRandom(on), &fx)
+        case .raise: fx.append(.openWebInterface)
+        case .quit: fx.append(.quit)
+        }
+    }
+
+    /// A call that needs Mopidy: while it is unreachable, ignored with a log line.
+    private func call(_ c: MopidyCall, _ fx: inout [Effect]) {
+        guard server.connected else {
+            fx.append(.log(.warning, "\(c.name): Mopidy is not connected; ignored"))
+            return
+        }
+        fx.append(.call(c))
+    }
+
+    private mutating func reload(_ new: Config, _ fx: inout [Effect]) {
+        config = new
+        server.volumeMode = new.volume
+        // A change the stream sees reconnects it, and so does a reload while it is failed (the
+        // server may have been fixed); not, say, a new server_delay_ms while it plays.
+        if let url = new.effectiveStreamURL, let old = streamConfig {
+            let next = BridgeState.streamConfig(new, url: url)
+            var failed = false
+            if case .failed? = server.localStream { failed = true }
+            if next != old || failed {
+                streamConfig = next
+                fx.append(.stream(.configure(next)))
+            }
+        }
+        fx.append(.log(.info, "configuration reloaded: \(new)"))
+    }
+
+    // MARK: - Publishing
+
+    private mutating func publish(_ fx: inout [Effect]) {
+        let p = server.playerState()
+        guard p != published else { return }
+        published = p
+        fx.append(.publish(p))
+    }
+
+    /// `Seeked` goes out after the new position is published.
+    private mutating func seeked(_ positionUs: Int64, _ fx: inout [Effect]) {
+        publish(&fx)
+        fx.append(.seeked(positionUs: positionUs))
+    }
+}

@@ -1,0 +1,110 @@
+/// A first-in, first-out queue with amortised O(1) removal at the front (the standard library
+/// has no deque). Not thread-safe: its owner locks around it.
+public struct FIFO<Element> {
+    private var items: [Element] = []
+    private var head = 0
+
+    public init() {}
+
+    public var isEmpty: Bool { head == items.count }
+    public var count: Int { items.count - head }
+
+    public mutating func append(_ e: Element) { items.append(e) }
+
+    public var first: Element? { head < items.count ? items[head] : nil }
+
+    public mutating func removeAll() {
+        items.removeAll()
+        head = 0
+    }
+
+    public mutating func popFirst() -> Element? {
+        guard head < items.count else { return nil }
+        let e = items[head]
+        head += 1
+        // Reclaim the consumed front once it is at least half of the storage.
+        if head >= 64 && head * 2 >= items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+        return e
+    }
+}
+
+/// A named thread that runs submitted jobs one at a time, in order. Sleeps on a condition
+/// variable while there is nothing to do (no polling).
+public final class SerialWorker: @unchecked Sendable {
+    private let monitor = Monitor()
+    private var jobs = FIFO<@Sendable () -> Void>()  // guarded by monitor
+
+    public init(name: String) {
+        startThread(name: name) { [self] in
+            while true {
+                let job = monitor.withLock { () -> @Sendable () -> Void in
+                    while true {
+                        if let job = jobs.popFirst() { return job }
+                        monitor.wait(deadlineMs: nil)
+                    }
+                }
+                job()
+            }
+        }
+    }
+
+    public func submit(_ job: @escaping @Sendable () -> Void) {
+        monitor.withLock { jobs.append(job) }
+        monitor.broadcast()
+    }
+
+    public var pendingCount: Int { monitor.withLock { jobs.count } }
+}
+
+/// A named thread that hands each submitted input, in the order submitted, to `handle`, and
+/// calls `due` once the deadline set with `wake(atMs:)` has passed. In between it sleeps on a
+/// condition variable until the next input or that deadline: no ticking.
+///
+/// The bridge's state runner: every input that changes the state passes through one of these,
+/// so the state has a single writer and inputs are reduced in the order they happened.
+public final class InputLoop<Input: Sendable>: @unchecked Sendable {
+    private let monitor = Monitor()
+    private var inputs = FIFO<Input>()  // guarded by monitor
+    private var deadlineMs: Int? = nil  // guarded by monitor
+
+    /// `handle` and `due` run on the loop's own thread, never concurrently.
+    public init(name: String, handle: @escaping @Sendable (Input) -> Void, due: @escaping @Sendable () -> Void) {
+        startThread(name: name) { [self] in
+            while true {
+                let next = monitor.withLock { () -> Input? in
+                    while true {
+                        if let input = inputs.popFirst() { return input }
+                        if let d = deadlineMs {
+                            if monotonicMs() >= d {
+                                deadlineMs = nil
+                                return nil
+                            }
+                            monitor.wait(deadlineMs: d)
+                        } else {
+                            monitor.wait(deadlineMs: nil)
+                        }
+                    }
+                }
+                if let next { handle(next) } else { due() }
+            }
+        }
+    }
+
+    public func submit(_ input: Input) {
+        monitor.withLock { inputs.append(input) }
+        monitor.broadcast()
+    }
+
+    /// Calls `due` once `atMs` (monotonic) has passed; nil cancels. Replaces any earlier deadline.
+    public func wake(atMs: Int?) {
+        monitor.withLock { deadlineMs = atMs }
+        monitor.broadcast()
+    }
+
+    public var pendingCount: Int { monitor.withLock { inputs.count } }
+}
+
+extension FIFO: Sendable where Element: Sendable {}

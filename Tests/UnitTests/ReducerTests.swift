@@ -1,0 +1,254 @@
+import Audio
+@testable import Bridge
+import DBus
+import MPRIS
+import Mopidy
+import XCTest
+
+/// The reducer alone: sequences of inputs at given times → what is published, signalled and
+/// asked for, in order. No threads, sockets or clocks.
+final class ReducerTests: XCTestCase {
+    static func tl(_ id: Int, _ name: String) -> TlTrack {
+        TlTrack(tlid: id, track: Track(uri: "local:track:\(id)", name: name, artists: ["A"], lengthMs: 30_000))
+    }
+    static let one = tl(1, "One"), two = tl(2, "Two"), three = tl(3, "Three")
+
+    /// The bridge as it runs most of the time: Mopidy connected and playing One, this computer
+    /// listening, the stream 1 s behind and the server's own delay 400 ms (heard 1.4 s late).
+    struct Rig {
+        var state: BridgeState
+        var nowMs = 10_000
+        var streamDelayMs = 1000
+        var trace: [String] = []
+
+        init(config: Config = Rig.config, listening: Bool = true) {
+            state = BridgeState(config: config, canRaise: false)
+            var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: ReducerTests.one, state: .playing,
+                             positionMs: 5000, volume: 50)
+            s.repeatOn = true
+            feed(.eventsConnected)
+            feed(.reply(.synced(s)))
+            if listening { feed(.streamStatus(.playing, sequence: 1)) }
+            trace = []
+        }
+
+        static var config: Config {
+            var c = Config()
+            c.streamURL = "http://127.0.0.1:1/stream.flac"
+            c.serverDelayMs = 400
+            return c
+        }
+
+        var moment: Moment { Moment(nowUs: Int64(nowMs) * 1000, streamDelayMs: streamDelayMs) }
+
+        /// Reduces `input` now and records what came out.
+        mutating func feed(_ input: Input) {
+            let before = state.published
+            var last = before
+            for e in state.reduce(input, at: moment) {
+                switch e {
+                case .publish(let p):
+                    let changed = p.changes(since: last).flatMap(\.changed).map { "\($0.0)=\(Rig.short($0.1))" }
+                    trace.append(changed.isEmpty ? "position \(p.position(nowUs: moment.nowUs) / 1000) ms" : changed.joined(separator: " "))
+                    last = p
+                case .seeked(let us): trace.append("Seeked \(us / 1000) ms")
+                case .call(let c): trace.append("call \(c)")
+                case .stream(let c): trace.append("stream \(c)")
+                case .fetchArt(let t): trace.append("art \(t.name ?? "")")
+                case .notify(let t, _): trace.append("notify \(t.name ?? "")")
+                case .openWebInterface: trace.append("browser")
+                case .quit: trace.append("quit")
+                case .log(let level, let text): if level <= .warning { trace.append("log \(text)") }
+                }
+            }
+        }
+
+        /// Moves the clock on, handing in `.due` when a deadline passes on the way.
+        mutating func advance(toMs t: Int) {
+            while let d = state.nextDeadlineMs, d <= t {
+                nowMs = max(nowMs, d)
+                feed(.due)
+            }
+            nowMs = t
+        }
+
+        mutating func take() -> [String] {
+            defer { trace = [] }
+            return trace
+        }
+
+        /// A property value in a trace: Metadata by its title.
+        static func short(_ v: DBusValue) -> String {
+            switch v {
+            case .string(let s): return s
+            case .bool(let b): return "\(b)"
+            case .double(let d): return "\(d)"
+            case .dict(_, _, let entries):
+                for (k, v) in entries where k.stringValue == "xesam:title" { return short(v.variantValue ?? v) }
+                return ""
+            default: return "\(v)"
+            }
+        }
+
+        var title: String? { state.published.metadata.title }
+    }
+
+    func testTrackChangeWhileListeningIsPublishedWhenHeard() {
+        var r = Rig()
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.title, "One", "published before it is heard")
+        r.advance(toMs: 11_399)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 11_400)
+        XCTAssertEqual(r.take(), ["art Two", "call refreshNeighbours", "Metadata=Two"])
+    }
+
+    func testTrackChangeWhileNotListeningIsPublishedAtOnce() {
+        var r = Rig(listening: false)
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.take(), ["art Two", "call refreshNeighbours", "Metadata=Two"])
+    }
+
+    func testPauseHereWhileTheHousePlays() {
+        var r = Rig()
+        r.feed(.command(.pause))
+        XCTAssertEqual(r.take(), ["stream pause"], "control = local: Mopidy is not asked")
+        r.feed(.streamStatus(.paused, sequence: 2))
+        XCTAssertEqual(r.take(), ["PlaybackStatus=Paused"])
+        XCTAssertEqual(r.state.server.state, .playing, "the house plays on")
+        r.feed(.command(.play))
+        XCTAssertEqual(r.take(), ["stream play"], "the house plays: nothing to resume")
+    }
+
+    func testControlServerPausesTheHouseToo() {
+        var c = Rig.config
+        c.control = .server
+        var r = Rig(config: c)
+        r.feed(.command(.pause))
+        XCTAssertEqual(r.take(), ["stream pause", "call pause"])
+    }
+
+    func testNextPressedHereIsPublishedAtOnceAndDropsWhatWasHeld() {
+        var r = Rig()
+        r.feed(.event(.trackPlaybackStarted(Self.two)))  // a change elsewhere, held
+        r.advance(toMs: 10_500)
+        r.feed(.command(.next))
+        XCTAssertEqual(r.take(), ["call next"])
+        r.advance(toMs: 10_700)
+        r.feed(.event(.trackPlaybackStarted(Self.three)))
+        XCTAssertEqual(r.take(), ["art Three", "call refreshNeighbours", "Metadata=Three"])
+        r.advance(toMs: 13_000)
+        XCTAssertEqual(r.title, "Three", "the held change to Two came back")
+        XCTAssertEqual(r.take(), [])
+    }
+
+    func testNextElsewhereMoreThanAWindowAfterOursIsHeld() {
+        var r = Rig()
+        r.feed(.command(.next))
+        r.advance(toMs: 10_000 + 3000)
+        _ = r.take()
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.take(), [])
+        r.advance(toMs: 13_000 + 1400)
+        XCTAssertEqual(r.title, "Two")
+    }
+
+    func testSeekElsewhereIsSignalledWhenHeardAfterThePosition() {
+        var r = Rig()
+        r.feed(.event(.seeked(positionMs: 20_000)))
+        XCTAssertEqual(r.take(), [])
+        r.advance(toMs: 11_400)
+        XCTAssertEqual(r.take(), ["position 20000 ms", "Seeked 20000 ms"])
+        r.advance(toMs: 12_400)
+        XCTAssertEqual(r.state.published.position(nowUs: 12_400_000), 21_000_000)
+    }
+
+    func testServerGoingAwayAndComingBack() {
+        var r = Rig(listening: false)
+        r.feed(.eventsDisconnected(reason: "Mopidy at x is unreachable"))
+        XCTAssertEqual(r.take(), ["PlaybackStatus=Stopped Metadata= CanGoNext=false CanGoPrevious=false CanSeek=false"])
+        r.feed(.command(.next))
+        XCTAssertEqual(r.take(), ["log next: Mopidy is not connected; ignored"])
+        r.feed(.eventsConnected)
+        XCTAssertEqual(r.take(), ["call resync"])
+        // Events that arrive while the state is fetched apply on top of it, in order.
+        r.feed(.event(.volumeChanged(80)))
+        r.feed(.event(.trackPlaybackStarted(Self.three)))
+        XCTAssertEqual(r.take(), [])
+        var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .playing, positionMs: 0, volume: 70)
+        s.repeatOn = true
+        r.feed(.reply(.synced(s)))
+        XCTAssertEqual(r.take(), ["art Two", "art Three", "call refreshNeighbours",
+                                  "PlaybackStatus=Paused Metadata=Three Volume=0.8 CanGoNext=true CanGoPrevious=true CanSeek=true"])
+    }
+
+    func testFailedResyncIsRetriedWhileEventsFlow() {
+        var r = Rig(listening: false)
+        r.feed(.eventsConnected)
+        _ = r.take()
+        r.feed(.reply(.failed(.resync, reason: "HTTP 502")))
+        XCTAssertEqual(r.take(), ["log resync: HTTP 502"])
+        r.advance(toMs: 12_000)
+        XCTAssertEqual(r.take(), ["call resync"])
+    }
+
+    func testReloadChangingTheServerDelayHoldsTheNextChangeForTheNewDelay() {
+        var r = Rig()
+        var c = Rig.config
+        c.serverDelayMs = 900
+        r.feed(.reload(c))
+        XCTAssertEqual(r.take(), [], "a new server_delay_ms does not touch the stream")
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.advance(toMs: 11_899)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 11_900)
+        XCTAssertEqual(r.title, "Two")
+        _ = r.take()
+        c.password = "new"
+        r.feed(.reload(c))
+        XCTAssertEqual(r.take().map { $0.prefix(16) }, ["stream configure"], "a new password reconnects")
+        XCTAssertEqual(r.state.streamConfig?.password, "new")
+    }
+
+    func testALateStreamStatusNeverOverridesANewerOne() {
+        var r = Rig()
+        r.feed(.streamStatus(.paused, sequence: 5))
+        r.feed(.streamStatus(.playing, sequence: 4))
+        XCTAssertEqual(r.state.published.playbackStatus, .paused, "a stale .playing won over .paused")
+        r.feed(.streamStatus(.connecting, sequence: 6))
+        XCTAssertEqual(r.state.published.playbackStatus, .playing)
+    }
+
+    func testABurstOfTracklistChangesAsksOnceAndOnceMore() {
+        var r = Rig()
+        for _ in 0..<1000 { r.feed(.event(.tracklistChanged)) }
+        XCTAssertEqual(r.take(), ["call refreshNeighbours"])
+        r.feed(.reply(.neighbours(next: nil, previous: nil)))
+        XCTAssertEqual(r.take(), ["call refreshNeighbours"], "changes that came meanwhile are fetched once more")
+        r.feed(.reply(.neighbours(next: nil, previous: nil)))
+        XCTAssertEqual(r.take(), [])
+    }
+
+    func testVolumeGoesToTheHouseOrToThisComputer() {
+        var r = Rig()
+        r.feed(.command(.setVolume(0.3)))
+        XCTAssertEqual(r.take(), ["call setVolume(30)"])
+        var c = Rig.config
+        c.volume = .local
+        r.feed(.reload(c))
+        XCTAssertEqual(r.take(), ["Volume=1.0"], "this computer's volume is shown")
+        r.feed(.command(.setVolume(0.3)))
+        XCTAssertEqual(r.take(), ["stream volume(0.3)", "Volume=0.3"])
+    }
+
+    func testCoverArtAndNotificationOnlyForTheCurrentTrack() {
+        var c = Rig.config
+        c.notify = true
+        var r = Rig(config: c, listening: false)
+        r.feed(.artReady(trackURI: Self.two.track.uri, file: "file:///two.jpg"))
+        XCTAssertEqual(r.take(), [], "art for a track no longer current")
+        r.feed(.artReady(trackURI: Self.one.track.uri, file: "file:///one.jpg"))
+        XCTAssertEqual(r.take(), ["notify One", "Metadata=One"])
+        XCTAssertEqual(r.state.published.metadata.artURL, "file:///one.jpg")
+    }
+}
