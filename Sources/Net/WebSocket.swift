@@ -93,15 +93,15 @@ public final class WebSocketConnection: @unchecked Sendable {
         while true {
             let message: WebSocketMessage?
             do throws(WebSocketProtocolError) { message = try reader.next() } catch {
-                try? sendFrame(opcode: 0x8, payload: closePayload(1002))
+                try? sendFrame(.close, payload: closePayload(1002))
                 throw .protocolViolation(url: url, error)
             }
             if let message {
                 switch message {
-                case .ping(let data): try sendFrame(opcode: 0xA, payload: data)
+                case .ping(let data): try sendFrame(.pong, payload: data)
                 case .pong: break
                 case .close(let code, let reason):
-                    if !closeSent { try? sendFrame(opcode: 0x8, payload: closePayload(code == 1005 ? 1000 : code)) }
+                    if !closeSent { try? sendFrame(.close, payload: closePayload(code == 1005 ? 1000 : code)) }
                     closeSent = true
                     throw .closed(url: url, code: code, reason: reason)
                 case .text, .binary: return message
@@ -113,14 +113,14 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     public func send(text: String) throws(WebSocketError) {
-        try sendFrame(opcode: 0x1, payload: Array(text.utf8))
+        try sendFrame(.text, payload: Array(text.utf8))
     }
 
     /// Sends a close frame (1000) and waits briefly for the server's answer.
     public func closeGracefully(timeoutMs: Int = 1000) {
         guard !closeSent else { return }
         closeSent = true
-        try? sendFrame(opcode: 0x8, payload: closePayload(1000))
+        try? sendFrame(.close, payload: closePayload(1000))
         let deadline = monotonicMs() + timeoutMs
         while true {
             do throws(WebSocketProtocolError) {
@@ -134,8 +134,8 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func closePayload(_ code: UInt16) -> [UInt8] { [UInt8(code >> 8), UInt8(code & 0xFF)] }
 
-    private func sendFrame(opcode: UInt8, payload: [UInt8]) throws(WebSocketError) {
-        try sendAll(webSocketClientFrame(opcode: opcode, payload: payload), deadline: monotonicMs() + 5000)
+    private func sendFrame(_ opcode: Opcode, payload: [UInt8]) throws(WebSocketError) {
+        try sendAll(webSocketClientFrame(opcode: opcode.rawValue, payload: payload), deadline: monotonicMs() + 5000)
     }
 
     private func sendAll(_ bytes: [UInt8], deadline: Int) throws(WebSocketError) {
