@@ -121,16 +121,15 @@ final class CurlEasy {
     }
 }
 
-/// Percent-free description of a URL for logs: user info (credentials) is removed.
+/// A URL for logs and messages, without its user info (credentials). The rest is shown as
+/// written, less any fragment. Text that does not parse as a URL is shown only when it has no '@'
+/// (where credentials could stand).
 public func redactedURL(_ url: String) -> String {
-    guard let schemeEnd = url.firstRange(of: "://") else { return url }
-    let rest = url[schemeEnd.upperBound...]
-    let hostEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-    let authority = rest[..<hostEnd]
-    guard let at = authority.lastIndex(of: "@") else { return url }
-    let scheme = String(url[..<schemeEnd.upperBound])
-    let host = String(authority[authority.index(after: at)...])
-    return scheme + host + String(rest[hostEnd...])
+    guard let parts = URLParts.parse(url) else { return url.contains("@") ? "(a URL that does not parse)" : url }
+    guard parts.userinfo != nil else { return url }
+    var shown = parts
+    shown.userinfo = nil
+    return shown.text
 }
 
 /// The libcurl version string, e.g. for `--version`.
