@@ -43,8 +43,8 @@ public struct Config: Sendable, Equatable {
 
     public init() {}
 
-    public static let keys = ["host", "stream_url", "rpc_url", "ws_url", "user", "password", "password_command",
-                              "control", "volume", "sink", "notify", "autoplay", "heard_sync", "server_delay_ms", "ca_file"]
+    /// The keys of the file, in `ConfigKey.all`'s order.
+    public static let keys = ConfigKey.all.map(\.name)
 
     /// The configuration file's default place.
     public static func defaultPath(environment: [String: String]) -> String {
@@ -55,59 +55,10 @@ public struct Config: Sendable, Equatable {
 
     /// Applies one `key = value`; `origin` names where it came from for error messages.
     public mutating func set(_ key: String, _ raw: String, origin: String) throws(ConfigError) {
-        let value = raw.trimmed
-        func url(_ v: String) throws(ConfigError) -> String {
-            let lower = v.lowercased()
-            let ok = ["http://", "https://", "ws://", "wss://"].contains { lower.hasPrefix($0) } && v.count > 8
-            guard ok, !v.contains(" ") else { throw ConfigError("\(origin): \(key): '\(v)' is not an http(s):// or ws(s):// URL") }
-            return v
-        }
-        func bool(_ v: String) throws(ConfigError) -> Bool {
-            switch v.lowercased() {
-            case "true", "yes", "on", "1": return true
-            case "false", "no", "off", "0": return false
-            default: throw ConfigError("\(origin): \(key): '\(v)' is not true or false")
-            }
-        }
-        func nonEmpty(_ v: String) throws(ConfigError) -> String {
-            guard !v.isEmpty else { throw ConfigError("\(origin): \(key) is empty") }
-            return v
-        }
-        switch key {
-        case "host":
-            let h = try nonEmpty(value)
-            guard !h.contains("/"), !h.contains(" ") else { throw ConfigError("\(origin): host: '\(h)' is a host name or address, not a URL") }
-            host = h
-        case "stream_url": streamURL = try url(value)
-        case "rpc_url": rpcURL = try url(value)
-        case "ws_url": wsURL = try url(value)
-        case "user": user = try nonEmpty(value)
-        case "password": password = try nonEmpty(value)
-        case "password_command": passwordCommand = try nonEmpty(value)
-        case "control":
-            guard let c = ControlMode(rawValue: value) else { throw ConfigError("\(origin): control: '\(value)' is not local or server") }
-            control = c
-        case "volume":
-            guard let v = VolumeMode(rawValue: value) else { throw ConfigError("\(origin): volume: '\(value)' is not server or local") }
-            volume = v
-        case "sink": sink = try nonEmpty(value)
-        case "notify": notify = try bool(value)
-        case "autoplay": autoplay = try bool(value)
-        case "heard_sync": heardSync = try bool(value)
-        case "server_delay_ms":
-            guard let ms = Int(value), (0...30_000).contains(ms) else {
-                throw ConfigError("\(origin): server_delay_ms: '\(value)' is not a number of milliseconds from 0 to 30000")
-            }
-            serverDelayMs = ms
-        case "ca_file":
-            let path = try nonEmpty(value)
-            guard access(path, R_OK) == 0 else {
-                throw ConfigError("\(origin): ca_file: \(path): \(String(cString: strerror(errno)))")
-            }
-            caFile = path
-        default:
+        guard let k = ConfigKey.named(key) else {
             throw ConfigError("\(origin): unknown key '\(key)' (known: \(Config.keys.joined(separator: ", ")))")
         }
+        try k.apply(&self, raw.trimmed, origin)
     }
 
     /// Parses a configuration file's text. `passwordAllowed` is false when the file can be read
@@ -125,8 +76,8 @@ public struct Config: Sendable, Equatable {
             let key = line[..<eq].trimmed
             let value = line[line.index(after: eq)...].trimmed
             if line.hasPrefix("[") { throw ConfigError("\(path):\(lineNo): sections are not used; write key = value lines") }
-            if key == "password" && !passwordAllowed {
-                throw ConfigError("\(path):\(lineNo): password: refusing a password from a file that group or others can read; run: chmod 600 \(path)")
+            if ConfigKey.named(key)?.form == .secret && !passwordAllowed {
+                throw ConfigError("\(path):\(lineNo): \(key): refusing a password from a file that group or others can read; run: chmod 600 \(path)")
             }
             try c.set(key, value, origin: "\(path):\(lineNo)")
         }
@@ -211,22 +162,8 @@ public enum ConfigLoader {
 }
 
 extension Config: CustomStringConvertible {
-    /// For logs and `status`: everything but the password.
+    /// For logs and `status`: every key that has a value, a secret only as `set` or `none`.
     public var description: String {
-        var parts: [String] = []
-        if let host { parts.append("host=\(host)") }
-        if let s = effectiveStreamURL { parts.append("stream_url=\(s)") }
-        if let r = rpcURL { parts.append("rpc_url=\(r)") }
-        if let w = wsURL { parts.append("ws_url=\(w)") }
-        parts.append("user=\(user)")
-        parts.append("password=\(password == nil ? "none" : "set")")
-        parts.append("control=\(control.rawValue)")
-        parts.append("volume=\(volume.rawValue)")
-        if let sink { parts.append("sink=\(sink)") }
-        parts.append("notify=\(notify)")
-        parts.append("heard_sync=\(heardSync)")
-        if heardSync { parts.append("server_delay_ms=\(serverDelayMs)") }
-        if let caFile { parts.append("ca_file=\(caFile)") }
-        return parts.joined(separator: " ")
+        ConfigKey.all.compactMap { key in key.shown(self).map { "\(key.name)=\($0)" } }.joined(separator: " ")
     }
 }

@@ -110,10 +110,11 @@ public final class DBusConnection: @unchecked Sendable {
     public func requestName(_ name: String) throws(DBusFailure) -> NameRequest {
         var err = CDBus.DBusError()
         dbus_error_init(&err)
-        let rc = dbus_bus_request_name(conn, name, 0x4 /* DBUS_NAME_FLAG_DO_NOT_QUEUE */, &err)
+        let rc = dbus_bus_request_name(conn, name, UInt32(DBUS_NAME_FLAG_DO_NOT_QUEUE), &err)
         if rc < 0 { throw DBusFailure(&err, fallback: "cannot request the name \(name)") }
-        // 1 = primary owner, 4 = already owner; 2/3 = someone else has it.
-        return rc == 1 || rc == 4 ? .primaryOwner : .taken
+        // Any other reply (EXISTS: another connection owns it) means taken.
+        return rc == DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER || rc == DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER
+            ? .primaryOwner : .taken
     }
 
     public func register(path: String, object: DBusObject) {
@@ -192,7 +193,7 @@ public final class DBusConnection: @unchecked Sendable {
 
     /// Called by libdbus during dispatch, on the D-Bus thread.
     private func filter(_ msg: OpaquePointer) -> DBusHandlerResult {
-        guard dbus_message_get_type(msg) == 1 /* DBUS_MESSAGE_TYPE_METHOD_CALL */ else {
+        guard dbus_message_get_type(msg) == DBUS_MESSAGE_TYPE_METHOD_CALL else {
             return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
         }
         let path = dbus_message_get_path(msg).map { String(cString: $0) } ?? ""
@@ -267,7 +268,7 @@ extension DBusConnection {
             if let msg = dbus_connection_pop_message(connectionPointer) {
                 defer { dbus_message_unref(msg) }
                 let fromBus = dbus_message_get_sender(msg).map { String(cString: $0) } == "org.freedesktop.DBus"
-                if dbus_message_get_type(msg) == 4 /* DBUS_MESSAGE_TYPE_SIGNAL */ && !fromBus {
+                if dbus_message_get_type(msg) == DBUS_MESSAGE_TYPE_SIGNAL && !fromBus {
                     return ReceivedSignal(
                         path: dbus_message_get_path(msg).map { String(cString: $0) } ?? "",
                         interface: dbus_message_get_interface(msg).map { String(cString: $0) } ?? "",

@@ -52,19 +52,16 @@ public struct MopidyEndpoints: Equatable, Sendable {
         [groove(host: host, port: groovePort, secure: secure), plain(host: host, port: plainPort, secure: secure)]
     }
 
-    /// The HTTP base that relative image URIs (Mopidy-Local's `/local/…`) resolve against.
+    /// The HTTP base that relative image URIs (Mopidy-Local's `/local/…`) resolve against: the
+    /// RPC URL's `scheme://[userinfo@]host[:port]` (the RPC URL itself when it does not parse).
     public var httpBase: String {
-        guard let s = rpcURL.firstRange(of: "://") else { return rpcURL }
-        let rest = rpcURL[s.upperBound...]
-        let end = rest.firstIndex(of: "/") ?? rest.endIndex
-        return String(rpcURL[..<end])
+        guard let parts = URLParts.parse(rpcURL) else { return rpcURL }
+        return parts.scheme + "://" + parts.authority
     }
 }
 
 /// IPv6 literals need brackets in URLs: ::1 → [::1].
-public func bracketed(_ host: String) -> String {
-    host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-}
+public func bracketed(_ host: String) -> String { URLParts.bracketed(host) }
 
 /// JSON-RPC 2.0 calls to Mopidy over one kept-alive HTTP connection. Blocking: call from a worker
 /// thread. Thread-safe (the HTTP client serialises requests).

@@ -47,7 +47,10 @@ public enum TLSTrust {
 /// Frees the handle in `deinit`.
 final class CurlEasy {
     let handle: UnsafeMutableRawPointer
-    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+    /// Where libcurl writes a failure's detail (CURLOPT_ERRORBUFFER). libcurl keeps the pointer
+    /// for the handle's whole life, so the buffer is allocated here rather than borrowed from a
+    /// Swift array, whose storage has an address only inside `withUnsafe…`.
+    private let errorBuffer: UnsafeMutablePointer<CChar>
     private var lists: [UnsafeMutablePointer<curl_slist>] = []
 
     init() {
@@ -58,9 +61,10 @@ final class CurlEasy {
         }
         handle = h
         trustedCAFile = TLSTrust.caFile
-        errorBuffer.withUnsafeMutableBufferPointer { buf in
-            _ = gb_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, buf.baseAddress)
-        }
+        let size = Int(CURL_ERROR_SIZE) + 1
+        errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+        errorBuffer.initialize(repeating: 0, count: size)
+        _ = gb_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, errorBuffer)
         set(CURLOPT_NOSIGNAL, 1)  // threads + timeouts: never use SIGALRM
         if let trustedCAFile { set(CURLOPT_CAINFO, trustedCAFile) }
     }
@@ -71,6 +75,8 @@ final class CurlEasy {
     deinit {
         curl_easy_cleanup(handle)
         for l in lists { curl_slist_free_all(l) }
+        // libcurl may write into it for as long as the handle exists.
+        errorBuffer.deallocate()
     }
 
     func set(_ option: CURLoption, _ value: Int) {
@@ -92,9 +98,7 @@ final class CurlEasy {
     }
 
     /// The detail libcurl wrote into the error buffer for the last failure, if any.
-    var lastErrorDetail: String {
-        errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-    }
+    var lastErrorDetail: String { String(cString: errorBuffer) }
 
     func clearErrorDetail() { errorBuffer[0] = 0 }
 
@@ -117,16 +121,15 @@ final class CurlEasy {
     }
 }
 
-/// Percent-free description of a URL for logs: user info (credentials) is removed.
+/// A URL for logs and messages, without its user info (credentials). The rest is shown as
+/// written, less any fragment. Text that does not parse as a URL is shown only when it has no '@'
+/// (where credentials could stand).
 public func redactedURL(_ url: String) -> String {
-    guard let schemeEnd = url.firstRange(of: "://") else { return url }
-    let rest = url[schemeEnd.upperBound...]
-    let hostEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-    let authority = rest[..<hostEnd]
-    guard let at = authority.lastIndex(of: "@") else { return url }
-    let scheme = String(url[..<schemeEnd.upperBound])
-    let host = String(authority[authority.index(after: at)...])
-    return scheme + host + String(rest[hostEnd...])
+    guard let parts = URLParts.parse(url) else { return url.contains("@") ? "(a URL that does not parse)" : url }
+    guard parts.userinfo != nil else { return url }
+    var shown = parts
+    shown.userinfo = nil
+    return shown.text
 }
 
 /// The libcurl version string, e.g. for `--version`.

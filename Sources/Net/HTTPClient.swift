@@ -93,13 +93,14 @@ public final class HTTPClient: Sendable {
                 if case .post = method {
                     _ = gb_curl_setopt_pointer(e.handle, CURLOPT_POSTFIELDS, raw.baseAddress)
                 }
+                // The body's address is valid only inside this closure: the handle lets go of it
+                // before the closure ends.
+                defer { _ = gb_curl_setopt_pointer(e.handle, CURLOPT_POSTFIELDS, nil) }
                 do throws(CurlError) {
                     try e.perform(url: redactedURL(url))
                     return .success(())
                 } catch { return .failure(error) }
             }
-            // The handle must not keep a pointer to the body we are about to free.
-            _ = gb_curl_setopt_pointer(e.handle, CURLOPT_POSTFIELDS, nil)
             if sink.value.overflow { return .failure(.tooLarge(url: redactedURL(url), limit: limit)) }
             if case .failure(let err) = outcome { return .failure(.transport(err)) }
             return .success(HTTPResponse(status: e.responseCode(), contentType: e.contentType(),

@@ -46,16 +46,17 @@ public final class WebSocketConnection: @unchecked Sendable {
     public init(url: String, timeoutMs: Int = 5000, messageLimit: Int = 16 << 20,
                 origin: String? = nil) throws(WebSocketError)
     {
-        self.url = redactedURL(url)
+        let shown = redactedURL(url)
+        self.url = shown
+        guard let parts = URLParts.parse(url), parts.scheme == "ws" || parts.scheme == "wss" else {
+            throw .badURL(shown)
+        }
         // libcurl does the TLS for wss:// (as https://), with verification on.
-        let httpURL: String
-        if url.hasPrefix("ws://") { httpURL = "http://" + url.dropFirst(5) }
-        else if url.hasPrefix("wss://") { httpURL = "https://" + url.dropFirst(6) }
-        else { throw .badURL(url) }
-        guard let parts = splitURL(httpURL) else { throw .badURL(url) }
+        var http = parts
+        http.scheme = parts.scheme == "wss" ? "https" : "http"
 
         easy = CurlEasy()
-        easy.set(CURLOPT_URL, httpURL)
+        easy.set(CURLOPT_URL, http.text)
         easy.set(CURLOPT_CONNECT_ONLY, 1)
         easy.set(CURLOPT_CONNECTTIMEOUT_MS, timeoutMs)
         // Half-open connections (server host gone) are found by the kernel's keepalive probes,
@@ -72,7 +73,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 
         let keyBytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
         let key = base64Encode(keyBytes)
-        var request = "GET \(parts.path) HTTP/1.1\r\nHost: \(parts.hostPort)\r\n"
+        var request = "GET \(parts.requestTarget) HTTP/1.1\r\nHost: \(parts.hostPort)\r\n"
         request += "Upgrade: websocket\r\nConnection: Upgrade\r\n"
         request += "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n"
         if let origin { request += "Origin: \(origin)\r\n" }
@@ -93,15 +94,15 @@ public final class WebSocketConnection: @unchecked Sendable {
         while true {
             let message: WebSocketMessage?
             do throws(WebSocketProtocolError) { message = try reader.next() } catch {
-                try? sendFrame(opcode: 0x8, payload: closePayload(1002))
+                try? sendFrame(.close, payload: closePayload(1002))
                 throw .protocolViolation(url: url, error)
             }
             if let message {
                 switch message {
-                case .ping(let data): try sendFrame(opcode: 0xA, payload: data)
+                case .ping(let data): try sendFrame(.pong, payload: data)
                 case .pong: break
                 case .close(let code, let reason):
-                    if !closeSent { try? sendFrame(opcode: 0x8, payload: closePayload(code == 1005 ? 1000 : code)) }
+                    if !closeSent { try? sendFrame(.close, payload: closePayload(code == 1005 ? 1000 : code)) }
                     closeSent = true
                     throw .closed(url: url, code: code, reason: reason)
                 case .text, .binary: return message
@@ -113,14 +114,14 @@ public final class WebSocketConnection: @unchecked Sendable {
     }
 
     public func send(text: String) throws(WebSocketError) {
-        try sendFrame(opcode: 0x1, payload: Array(text.utf8))
+        try sendFrame(.text, payload: Array(text.utf8))
     }
 
     /// Sends a close frame (1000) and waits briefly for the server's answer.
     public func closeGracefully(timeoutMs: Int = 1000) {
         guard !closeSent else { return }
         closeSent = true
-        try? sendFrame(opcode: 0x8, payload: closePayload(1000))
+        try? sendFrame(.close, payload: closePayload(1000))
         let deadline = monotonicMs() + timeoutMs
         while true {
             do throws(WebSocketProtocolError) {
@@ -134,8 +135,8 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     private func closePayload(_ code: UInt16) -> [UInt8] { [UInt8(code >> 8), UInt8(code & 0xFF)] }
 
-    private func sendFrame(opcode: UInt8, payload: [UInt8]) throws(WebSocketError) {
-        try sendAll(webSocketClientFrame(opcode: opcode, payload: payload), deadline: monotonicMs() + 5000)
+    private func sendFrame(_ opcode: Opcode, payload: [UInt8]) throws(WebSocketError) {
+        try sendAll(webSocketClientFrame(opcode: opcode.rawValue, payload: payload), deadline: monotonicMs() + 5000)
     }
 
     private func sendAll(_ bytes: [UInt8], deadline: Int) throws(WebSocketError) {
@@ -229,25 +230,6 @@ public final class WebSocketConnection: @unchecked Sendable {
             throw .handshake(url: url, reason: "Sec-WebSocket-Accept does not match the key")
         }
     }
-}
-
-struct URLParts {
-    let hostPort: String
-    let path: String
-}
-
-/// scheme://[user@]host[:port]/path?query → host[:port] and /path?query.
-func splitURL(_ url: String) -> URLParts? {
-    guard let schemeEnd = url.firstRange(of: "://") else { return nil }
-    let rest = url[schemeEnd.upperBound...]
-    let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
-    var authority = rest[..<slash]
-    if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-    guard !authority.isEmpty else { return nil }
-    var path = String(rest[slash...])
-    if let hash = path.firstIndex(of: "#") { path = String(path[..<hash]) }
-    if path.isEmpty || path.first == "?" { path = "/" + path }
-    return URLParts(hostPort: String(authority), path: path)
 }
 
 extension Substring {

@@ -10,28 +10,27 @@ import Support
 // groove-bridge: configuration, signals, wiring — nothing else.
 
 let version = "0.2.0"
+
+/// One option line of `--help`: the option, then what it does, in a column.
+func optionLine(_ option: String, _ help: String) -> String {
+    help.isEmpty ? "  " + option : "  " + option + String(repeating: " ", count: max(1, 25 - option.count)) + help
+}
+
 let usage = """
     Usage: groove-bridge [options]          run the bridge: MPRIS player org.mpris.MediaPlayer2.groove
            groove-bridge status [--json]    ask the running bridge how it is doing
 
-    Options (each also a key in the configuration file, with _ for -):
-      --config PATH            configuration file (default $XDG_CONFIG_HOME/groove-bridge/config)
-      --host HOST              the Groove Audio server; stream http://HOST:8000/stream.flac, Mopidy at
-                               http://HOST:8180/api/mopidy/rpc, else http://HOST:6680/mopidy/rpc
-      --stream-url URL         the FLAC stream (wins over --host)
-      --rpc-url URL            Mopidy JSON-RPC (wins over --host)
-      --ws-url URL             Mopidy events WebSocket (wins over --host)
-      --user NAME              stream user (default listener)
-      --password-command CMD   prints the stream password (e.g. secret-tool lookup groove listener)
-      --control local|server   Pause/Stop act on this computer only (local) or on the house too
-      --volume server|local    Volume sets Mopidy's mixer (server) or this computer's output
-      --sink NAME              PulseAudio sink to play to
-      --ca-file PATH           certificate authorities (PEM) to trust for https/wss, besides the system's
-      --notify                 a desktop notification per track change
-      --autoplay               start listening at once (default: wait for Play)
-      --instance               run beside another bridge (as org.mpris.MediaPlayer2.groove.instance<pid>)
-      --verbose                debug logging
-      --help, --version
+    Options (each also a key in the configuration file, with _ for -; options win over the file):
+    \(ConfigKey.all.compactMap { k in k.commandLineUsage.map { optionLine($0, k.helpWithDefault) } }.joined(separator: "\n"))
+
+    Other options:
+    \(optionLine("--config PATH", "configuration file (default $XDG_CONFIG_HOME/groove-bridge/config)"))
+    \(optionLine("--instance", "run beside another bridge (as org.mpris.MediaPlayer2.groove.instance<pid>)"))
+    \(optionLine("--verbose", "debug logging"))
+    \(optionLine("--help, --version", ""))
+
+    With --host alone, the stream is http://HOST:8000/stream.flac and Mopidy answers at
+    http://HOST:8180/api/mopidy/rpc (Groove Audio) or http://HOST:6680/mopidy/rpc (plain Mopidy).
 
     The password is never taken on the command line: GROOVE_PASSWORD in the environment,
     password_command, or `password = …` in a configuration file only you can read (chmod 600).
@@ -48,7 +47,7 @@ func fail(_ message: String, code: Int32) -> Never {
 
 struct CommandLineOptions {
     var configPath: String?
-    var settings: [(String, String)] = []
+    var settings: [(key: ConfigKey, value: String)] = []
     var status = false
     var json = false
     var instance = false
@@ -70,14 +69,20 @@ func parseCommandLine(_ argv: [String]) -> CommandLineOptions {
         case "--instance": o.instance = true
         case "--help", "-h": print(usage); exit(0)
         case "--version": print("groove-bridge \(version) (\(curlVersion()))"); exit(0)
-        case "--notify", "--autoplay": o.settings.append((String(a.dropFirst(2)), "true"))
-        case "--password":
-            fail("the password is never taken on the command line (other users can read it there); "
-                 + "use GROOVE_PASSWORD, password_command or the configuration file", code: 2)
         default:
-            let key = a.hasPrefix("--") ? String(a.dropFirst(2)).replacing("-", with: "_") : ""
-            guard Config.keys.contains(key), key != "password" else { fail("unknown argument '\(a)'; see --help", code: 2) }
-            o.settings.append((key, value(a)))
+            let flag = a.firstIndex(of: "=").map { String(a[..<$0]) } ?? a
+            guard let key = ConfigKey.all.first(where: { $0.flag == flag }) else {
+                // Nothing after '=': it may be a secret given to a mistyped flag (--pasword=…).
+                fail("unknown argument '\(flag == a ? a : flag + "=…")'; see --help", code: 2)
+            }
+            if key.form == .secret {
+                fail("the password is never taken on the command line (other users can read it there); "
+                     + "use GROOVE_PASSWORD, password_command or the configuration file", code: 2)
+            }
+            guard flag == a else {
+                fail("'\(flag)=…' is not understood; write \(key.commandLineUsage ?? flag) (see --help)", code: 2)
+            }
+            o.settings.append((key, key.form == .switchesOn ? "true" : value(a)))
         }
     }
     return o
@@ -99,7 +104,7 @@ func loadConfig(_ o: CommandLineOptions) throws(ConfigError) -> Config {
     let env = currentEnvironment()
     let path = o.configPath ?? Config.defaultPath(environment: env)
     var c = try ConfigLoader.load(path: path, required: o.configPath != nil)
-    for (k, v) in o.settings { try c.set(k, v, origin: "--\(k.replacing("_", with: "-"))") }
+    for (key, value) in o.settings { try c.set(key.name, value, origin: key.flag) }
     try ConfigLoader.resolvePassword(&c, environment: env)
     return c
 }
