@@ -74,7 +74,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
 
     /// A new configuration (SIGHUP).
-    public func reload(_ new: Config) { loop.submit(.reload(new)) }
+    public func reload(_ new: Config) { loop.submit(.reload(new), whenFull: .always) }
 
     // MARK: - The runner (on "bridge")
 
@@ -119,7 +119,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             guard let self else { return }
             let reply: Reply
             do throws(MopidyError) { reply = try execute(c) } catch { reply = .failed(c, reason: error.description) }
-            loop.submit(.reply(reply))
+            loop.submit(.reply(reply), whenFull: .wait)
         }
     }
 
@@ -178,18 +178,24 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             } catch {
                 Log.warning("cover art for \(track.uri): \(error)")
             }
-            loop.submit(.artReady(trackURI: track.uri, file: file))
+            loop.submit(.artReady(trackURI: track.uri, file: file), whenFull: .wait)
         }
     }
 
     // MARK: - Inputs from the other threads (each hands on and returns at once)
 
-    /// On the D-Bus thread.
-    public func perform(_ command: PlayerCommand) { loop.submit(.command(command)) }
+    /// On the D-Bus thread, which must never wait: under a flood of calls faster than the loop
+    /// reduces them, the excess is dropped and said (on the 1st, 2nd, 4th, 8th … drop).
+    public func perform(_ command: PlayerCommand) {
+        guard !loop.submit(.command(command)) else { return }
+        let n = droppedCommands.add(1, ordering: .relaxed).newValue
+        if n & (n - 1) == 0 { Log.warning("MPRIS: \(n) command(s) dropped: they came faster than they could be handled") }
+    }
+    private let droppedCommands = Atomic<Int>(0)
 
     /// On one of the stream player's threads.
     public func streamPlayer(statusChanged status: StreamStatus) {
-        loop.submit(.streamStatus(status, sequence: streamSequence.add(1, ordering: .relaxed).newValue))
+        loop.submit(.streamStatus(status, sequence: streamSequence.add(1, ordering: .relaxed).newValue), whenFull: .always)
     }
     private let streamSequence = Atomic<Int>(0)
 
@@ -200,13 +206,14 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
             Log.info("Mopidy answers in \(which) at \(layout.rpcURL)")
         }
-        loop.submit(.eventsConnected)
+        loop.submit(.eventsConnected, whenFull: .wait)
     }
 
-    public func eventStreamReceived(_ event: MopidyEvent) { loop.submit(.event(event)) }
+    /// Waits while the loop is full: the socket is then not read, and the server waits too.
+    public func eventStreamReceived(_ event: MopidyEvent) { loop.submit(.event(event), whenFull: .wait) }
 
     public func eventStreamDisconnected(reason: String, retryInMs: Int) {
-        loop.submit(.eventsDisconnected(reason: reason))
+        loop.submit(.eventsDisconnected(reason: reason), whenFull: .wait)
     }
 
     /// The delay between the server's timeline and what leaves the speaker here, while this

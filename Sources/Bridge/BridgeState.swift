@@ -11,6 +11,13 @@ enum BridgeTuning {
     static let userCommandWindowMs = 3000
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
+    /// A position change larger than this against the extrapolated one is a jump that gets a
+    /// `Seeked`: larger than the drift of a resync or of a stream rejoin within a connection,
+    /// smaller than any seek a user makes on purpose.
+    static let seekedThresholdUs: Int64 = 1_000_000
+    /// Commands sent to Mopidy and not yet answered; more are dropped with a log line. A user
+    /// presses keys a few times a second; a hung server answers nothing for 5 s per call.
+    static let maxCommandsInFlight = 16
 }
 
 /// When an input is reduced, as the runner saw it: the reducer reads no clock and no other
@@ -55,6 +62,26 @@ public enum MopidyCall: Equatable, Sendable {
     case setLoop(LoopStatus)
     case setRandom(Bool)
     case open(uri: String)
+
+    /// Asked for by a user's command (not by the bridge's own bookkeeping).
+    var isCommand: Bool {
+        switch self {
+        case .resync, .refreshNeighbours, .refreshOptions: return false
+        default: return true
+        }
+    }
+
+    /// Calls where only the newest matters (a volume wheel, a seek bar dragged): while one is
+    /// under way, a newer one waits and replaces any other waiting.
+    var latestWins: Latest? {
+        switch self {
+        case .setVolume: return .volume
+        case .seek: return .seek
+        default: return nil
+        }
+    }
+
+    enum Latest: Hashable, Sendable { case volume, seek }
 
     /// For log lines.
     var name: String {
@@ -131,7 +158,7 @@ public struct BridgeState: Sendable {
     /// The newest stream status taken; an older one arriving late is dropped.
     var streamSequence = Int.min
     /// Mopidy's timeline events held until they are heard here, in order of due time.
-    var held = FIFO<(dueMs: Int, event: MopidyEvent)>()
+    var held = FIFO<(dueMs: Int, heldMs: Int, event: MopidyEvent)>()
     var lastDueMs = 0
     /// When Next/Previous/OpenUri last went out through the bridge.
     var userChangedTrackAtMs: Int? = nil
@@ -141,6 +168,17 @@ public struct BridgeState: Sendable {
     var resyncAtMs: Int? = nil
     /// Refreshes under way, and those asked for again meanwhile (a burst collapses to one more).
     var refreshing: Set<Refresh> = [], refreshAgain: Set<Refresh> = []
+    /// This computer has heard the stream since it last stopped listening.
+    var listening = false
+    /// How far the position's anchor trails the house's (the heard delay it was taken with).
+    var alignedDelayMs = 0
+    /// While a held event is applied: how long it was held.
+    var applyingHeldMs = 0
+    /// A `seeked` event was applied during this input: signal it even for a small jump.
+    var seekedEvent = false
+    var commandsInFlight = 0
+    var latestInFlight: Set<MopidyCall.Latest> = []
+    var latestWaiting: [MopidyCall.Latest: MopidyCall] = [:]
     public internal(set) var published: PlayerState
     public internal(set) var eventsConnected = false
     public internal(set) var lastError: String? = nil

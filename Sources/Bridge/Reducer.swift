@@ -31,7 +31,7 @@ extension BridgeState {
         case .streamStatus(let s, let sequence):
             guard sequence > streamSequence else { break }
             streamSequence = sequence
-            server.localStream = s
+            streamStatus(s, m)
         case .command(let c):
             command(c, m, &fx)
         case .reload(let new):
@@ -46,8 +46,50 @@ extension BridgeState {
                 if eventsConnected && !syncing { resync(&fx) }
             }
         }
-        publish(&fx)
+        freezeOrRelease(m)
+        publish(m, &fx)
         return fx
+    }
+
+    // MARK: - This computer's stream
+
+    /// While listening, the position is that of what is heard: it trails the house's by the
+    /// heard delay (`alignedDelayMs`). Otherwise it is the house's own.
+    private mutating func streamStatus(_ s: StreamStatus, _ m: Moment) {
+        server.localStream = s
+        switch s {
+        case .playing:
+            // Listening starts (again): from here on, the position is what is heard.
+            if !listening && server.state == .playing {
+                let delay = heardDelayMs(m)
+                anchorPosition(server.serverPositionMs(nowUs: m.nowUs).subtracting(saturating: delay), m)
+                alignedDelayMs = delay
+            }
+            listening = true
+        case .paused, .stopped, .failed:
+            // Listening stops: the house runs that much ahead of what was last heard, which stays
+            // shown.
+            if listening && server.state == .playing {
+                let heard = server.serverPositionMs(nowUs: m.nowUs)
+                anchorPosition(heard.adding(saturating: alignedDelayMs), m)
+                server.frozenPositionMs = heard
+            }
+            listening = false
+        case .connecting, .buffering, .reconnecting:
+            // On its way to be heard: no longer Stopped (Play, or OpenUri, was pressed).
+            server.stoppedHere = false
+        }
+    }
+
+    /// While nothing is heard here the published position stays where listening stopped.
+    private mutating func freezeOrRelease(_ m: Moment) {
+        if server.stoppedHere {
+            server.frozenPositionMs = 0  // Play starts from here until the music is heard
+        } else if server.hearing || server.state != .playing {
+            server.frozenPositionMs = nil
+        } else if server.frozenPositionMs == nil {
+            server.frozenPositionMs = server.serverPositionMs(nowUs: m.nowUs)
+        }
     }
 
     // MARK: - Heard-now
@@ -72,7 +114,7 @@ extension BridgeState {
         }
         let due = max(now.adding(saturating: delay), lastDueMs)
         lastDueMs = due
-        held.append((due, e))
+        held.append((due, due - now, e))
         fx.append(.log(.debug, "heard-now: holding \(e) for \(due - now) ms"))
     }
 
@@ -82,7 +124,10 @@ extension BridgeState {
             _ = held.popFirst()
             var at = m
             at.nowUs = Int64(first.dueMs) * 1000
+            // Its positions are those of what is heard: it was held for as long as it trails.
+            applyingHeldMs = first.heldMs
             apply(first.event, at, &fx)
+            applyingHeldMs = 0
         }
     }
 
@@ -112,7 +157,7 @@ extension BridgeState {
             anchorPosition(pos, m)
         case .seeked(let pos):
             anchorPosition(pos, m)
-            seeked(Int64(pos).multiplied(saturating: 1000), &fx)
+            seekedEvent = true
         case .volumeChanged(let v):
             server.volume = v
         case .optionsChanged:
@@ -133,8 +178,10 @@ extension BridgeState {
     }
 
     private mutating func anchorPosition(_ ms: Int, _ m: Moment) {
+        alignedDelayMs = applyingHeldMs
         server.positionMs = max(0, ms)
         server.positionAnchorUs = m.nowUs
+        server.frozenPositionMs = nil  // frozen again at the new place if nothing is heard
     }
 
     // MARK: - Mopidy's replies
@@ -147,7 +194,9 @@ extension BridgeState {
             server.setCurrent(s.current)
             server.state = s.state
             // The position heard here trails the server's by the stream delay.
-            anchorPosition(s.state == .playing ? s.positionMs.subtracting(saturating: heardDelayMs(m)) : s.positionMs, m)
+            let delay = s.state == .playing ? heardDelayMs(m) : 0
+            anchorPosition(s.positionMs.subtracting(saturating: delay), m)
+            alignedDelayMs = delay
             server.volume = s.volume
             server.repeatOn = s.repeatOn; server.single = s.single; server.random = s.random
             server.nextTlid = s.nextTlid; server.previousTlid = s.previousTlid
@@ -165,9 +214,10 @@ extension BridgeState {
         case .options(let r, let single, let random):
             server.repeatOn = r; server.single = single; server.random = random
             refreshed(.options, &fx)
-        case .done:
-            break
+        case .done(let c):
+            answered(c, &fx)
         case .failed(let call, let reason):
+            answered(call, &fx)
             lastError = reason
             fx.append(.log(.warning, "\(call.name): \(reason)"))
             switch call {
@@ -222,7 +272,12 @@ extension BridgeState {
             if hasStream { fx.append(.stream(.pause)) }
             if serverControl { call(.pause, &fx) }
         case .stop:
-            if hasStream { fx.append(.stream(.stop)) }
+            // Stop means "stop listening here": Stopped at position 0, the track still shown;
+            // Play joins the live edge again.
+            if hasStream {
+                server.stoppedHere = true
+                fx.append(.stream(.stop))
+            }
             if serverControl { call(.stop, &fx) }
         case .next, .previous:
             userChangedTrackAtMs = m.nowMs
@@ -247,13 +302,34 @@ extension BridgeState {
         }
     }
 
-    /// A call that needs Mopidy: while it is unreachable, ignored with a log line.
-    private func call(_ c: MopidyCall, _ fx: inout [Effect]) {
+    /// A command's call to Mopidy: while it is unreachable, ignored with a log line; while too
+    /// many are unanswered, dropped with one; a newer volume or seek waits for the one under way
+    /// and replaces any other waiting.
+    private mutating func call(_ c: MopidyCall, _ fx: inout [Effect]) {
         guard server.connected else {
             fx.append(.log(.warning, "\(c.name): Mopidy is not connected; ignored"))
             return
         }
+        if let kind = c.latestWins, latestInFlight.contains(kind) {
+            latestWaiting[kind] = c
+            return
+        }
+        guard commandsInFlight < BridgeTuning.maxCommandsInFlight else {
+            fx.append(.log(.warning, "\(c.name): Mopidy has \(commandsInFlight) commands unanswered; dropped"))
+            return
+        }
+        commandsInFlight += 1
+        if let kind = c.latestWins { latestInFlight.insert(kind) }
         fx.append(.call(c))
+    }
+
+    /// A command's call was answered (or failed): the next waiting one of its kind goes.
+    private mutating func answered(_ c: MopidyCall, _ fx: inout [Effect]) {
+        guard c.isCommand else { return }
+        commandsInFlight = max(0, commandsInFlight - 1)
+        guard let kind = c.latestWins else { return }
+        latestInFlight.remove(kind)
+        if let next = latestWaiting.removeValue(forKey: kind) { call(next, &fx) }
     }
 
     private mutating func reload(_ new: Config, _ fx: inout [Effect]) {
@@ -275,16 +351,25 @@ extension BridgeState {
 
     // MARK: - Publishing
 
-    private mutating func publish(_ fx: inout [Effect]) {
+    /// Publishes what changed, then `Seeked` if the position jumped: for a `seeked` event
+    /// whatever the size, otherwise (Previous restarting the track, a resync's correction,
+    /// listening resumed at the live edge) when the same track's position moved by more than
+    /// `BridgeTuning.seekedThresholdUs` against where consumers extrapolate it. Never on a track
+    /// change (the spec: a new track starts at its own position), nor into or out of Stopped.
+    private mutating func publish(_ m: Moment, _ fx: inout [Effect]) {
         let p = server.playerState()
-        guard p != published else { return }
-        published = p
-        fx.append(.publish(p))
-    }
-
-    /// `Seeked` goes out after the new position is published.
-    private mutating func seeked(_ positionUs: Int64, _ fx: inout [Effect]) {
-        publish(&fx)
-        fx.append(.seeked(positionUs: positionUs))
+        let sameTrack = p.metadata.trackID == published.metadata.trackID && p.metadata.trackID != TrackMetadata.noTrackID
+        let now = p.position(nowUs: m.nowUs)
+        // Stopped is at 0 by definition: going there, or on from there, is no jump.
+        let stopped = p.playbackStatus == .stopped || published.playbackStatus == .stopped
+        let jumped = sameTrack && !stopped
+            && abs(now.subtracting(saturating: published.position(nowUs: m.nowUs))) > BridgeTuning.seekedThresholdUs
+        let signal = (seekedEvent && sameTrack) || jumped
+        seekedEvent = false
+        if p != published {
+            published = p
+            fx.append(.publish(p))
+        }
+        if signal { fx.append(.seeked(positionUs: now)) }
     }
 }

@@ -29,6 +29,11 @@ public struct ServerState: Equatable, Sendable {
     public var localStream: StreamStatus? = nil
     public var localVolume = 1.0
     public var volumeMode: VolumeMode = .server
+    /// Stop was pressed here (and Play not since): Stopped, position 0, whatever the house does.
+    public var stoppedHere = false
+    /// The position shown while this computer does not play but the house does: where
+    /// listening stopped (what was last heard), not the house's running position.
+    public var frozenPositionMs: Int? = nil
 
     public init() {}
 
@@ -40,9 +45,20 @@ public struct ServerState: Equatable, Sendable {
         }
     }
 
+    /// The house's audio is heard here now (or, without a stream of our own, the house plays):
+    /// only then does the published position move.
+    var hearing: Bool {
+        guard state == .playing, !stoppedHere else { return false }
+        switch localStream {
+        case nil, .playing?, .reconnecting?: return true  // reconnecting: buffered audio plays out
+        default: return false
+        }
+    }
+
     /// What the user hears decides PlaybackStatus: Paused when this computer is not listening
     /// even if the house plays; Paused/Stopped when Mopidy is.
     var status: PlaybackStatus {
+        if stoppedHere { return .stopped }
         let server: PlaybackStatus = switch state {
         case .playing: .playing
         case .paused: .paused
@@ -90,9 +106,12 @@ public struct ServerState: Equatable, Sendable {
         p.loopStatus = loopStatus
         p.shuffle = random
         p.volume = volumeMode == .local ? localVolume : Double(volume ?? 100) / 100
-        p.positionUs = Int64(positionMs).multiplied(saturating: 1000)
+        // The position moves only while the music is heard; otherwise it stays where listening
+        // stopped. Stopped is at 0.
+        let ms = stoppedHere ? 0 : hearing ? positionMs : frozenPositionMs ?? positionMs
+        p.positionUs = Int64(ms).multiplied(saturating: 1000)
         p.positionAnchorUs = positionAnchorUs
-        p.positionAdvancing = state == .playing
+        p.positionAdvancing = hearing
         // While Mopidy is unreachable the last track stays only while its audio still plays.
         if let tl = current, connected || localStream == .playing {
             let t = tl.track

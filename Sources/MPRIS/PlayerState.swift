@@ -10,7 +10,7 @@ public enum LoopStatus: String, Sendable {
 
 /// What the player publishes as `Metadata`. MPRIS speaks microseconds.
 public struct TrackMetadata: Equatable, Sendable {
-    /// `mpris:trackid`: never under /org/mpris except the NoTrack path.
+    /// `mpris:trackid`: never under /org/mpris; the NoTrack path stands for "no track".
     public var trackID: ObjectPath
     public var lengthUs: Int64?
     public var artURL: String?
@@ -44,8 +44,11 @@ public struct TrackMetadata: Equatable, Sendable {
         ObjectPath("/io/github/groovebridge/Track/\(max(0, tlid))")!
     }
 
-    /// `a{sv}` with only the keys that have a value (no empty strings, no broken art).
+    /// `a{sv}` with only the keys that have a value (no empty strings, no broken art); empty
+    /// when there is no track (the spec: "no metadata", not the NoTrack id, which mpristester
+    /// flags).
     public var dbusValue: DBusValue {
+        guard trackID != TrackMetadata.noTrackID else { return .vardict([]) }
         var e: [(String, DBusValue)] = [("mpris:trackid", .objectPath(trackID))]
         if let lengthUs, lengthUs > 0 { e.append(("mpris:length", .int64(lengthUs))) }
         if let artURL, !artURL.isEmpty { e.append(("mpris:artUrl", .string(artURL))) }

@@ -63,20 +63,31 @@ public final class SerialWorker: @unchecked Sendable {
 /// calls `due` once the deadline set with `wake(atMs:)` has passed. In between it sleeps on a
 /// condition variable until the next input or that deadline: no ticking.
 ///
+/// Bounded: a producer that can wait (a socket reader: its peer then waits too) waits while
+/// `capacity` inputs are queued; one that must not wait (the D-Bus thread) is refused beyond
+/// that. So no flood, from the server or from the bus, grows memory without limit. Inputs that
+/// are rare by nature and must not be lost (a stream status, a reload) are always taken.
+///
 /// The bridge's state runner: every input that changes the state passes through one of these,
 /// so the state has a single writer and inputs are reduced in the order they happened.
 public final class InputLoop<Input: Sendable>: @unchecked Sendable {
+    public let capacity: Int
     private let monitor = Monitor()
     private var inputs = FIFO<Input>()  // guarded by monitor
     private var deadlineMs: Int? = nil  // guarded by monitor
 
     /// `handle` and `due` run on the loop's own thread, never concurrently.
-    public init(name: String, handle: @escaping @Sendable (Input) -> Void, due: @escaping @Sendable () -> Void) {
+    public init(name: String, capacity: Int = 1024, handle: @escaping @Sendable (Input) -> Void,
+                due: @escaping @Sendable () -> Void) {
+        self.capacity = max(1, capacity)
         startThread(name: name) { [self] in
             while true {
                 let next = monitor.withLock { () -> Input? in
                     while true {
-                        if let input = inputs.popFirst() { return input }
+                        if let input = inputs.popFirst() {
+                            monitor.broadcast()  // room for a waiting producer
+                            return input
+                        }
                         if let d = deadlineMs {
                             if monotonicMs() >= d {
                                 deadlineMs = nil
@@ -93,9 +104,30 @@ public final class InputLoop<Input: Sendable>: @unchecked Sendable {
         }
     }
 
-    public func submit(_ input: Input) {
-        monitor.withLock { inputs.append(input) }
-        monitor.broadcast()
+    /// How a producer is admitted when `capacity` inputs are queued.
+    public enum Admission: Sendable {
+        /// Wait for room. Never from the loop's own thread, nor while holding a lock it takes.
+        case wait
+        /// Refused (the call returns false).
+        case refuse
+        /// Taken all the same: for inputs that are few by nature.
+        case always
+    }
+
+    /// Queues `input`; false when it was refused.
+    @discardableResult
+    public func submit(_ input: Input, whenFull admission: Admission = .refuse) -> Bool {
+        let taken = monitor.withLock { () -> Bool in
+            switch admission {
+            case .wait: while inputs.count >= capacity { monitor.wait(deadlineMs: nil) }
+            case .refuse: if inputs.count >= capacity { return false }
+            case .always: break
+            }
+            inputs.append(input)
+            return true
+        }
+        if taken { monitor.broadcast() }
+        return taken
     }
 
     /// Calls `due` once `atMs` (monotonic) has passed; nil cancels. Replaces any earlier deadline.

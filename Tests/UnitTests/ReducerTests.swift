@@ -251,4 +251,128 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["notify One", "Metadata=One"])
         XCTAssertEqual(r.state.published.metadata.artURL, "file:///one.jpg")
     }
+
+    // MARK: - Position and Seeked as consumers model them (issue #15)
+
+    func testPreviousRestartingTheTrackIsSignalledAsSeeked() {
+        var r = Rig()
+        r.advance(toMs: 20_000)  // 10 s into One (5 s at the resync, less the 1.4 s heard delay)
+        r.feed(.command(.previous))
+        XCTAssertEqual(r.take(), ["call previous"])
+        r.feed(.event(.trackPlaybackEnded(Self.one, positionMs: 15_000)))
+        r.feed(.event(.trackPlaybackStarted(Self.one)))
+        XCTAssertEqual(r.take(), ["call refreshNeighbours", "position 0 ms", "Seeked 0 ms"],
+                       "Previous pressed here: published at once, with Seeked")
+        r.advance(toMs: 30_000)
+        r.feed(.event(.trackPlaybackStarted(Self.one)))  // the same again, from another client
+        XCTAssertEqual(r.take(), [], "held until heard")
+        r.advance(toMs: 31_400)
+        XCTAssertEqual(r.take(), ["position 0 ms", "Seeked 0 ms"], "(the neighbours are still being fetched)")
+    }
+
+    func testANewTrackIsNeverASeek() {
+        var r = Rig(listening: false)
+        r.advance(toMs: 20_000)
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") })
+    }
+
+    func testSmallDriftIsNotASeekButASeekedEventIs() {
+        var r = Rig(listening: false)
+        var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 5300, volume: 50)
+        s.repeatOn = true
+        r.feed(.eventsConnected)
+        r.feed(.reply(.synced(s)))
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a 0.3 s correction is drift")
+        s.positionMs = 9000
+        r.feed(.eventsConnected)
+        r.feed(.reply(.synced(s)))
+        XCTAssertTrue(r.take().contains("Seeked 9000 ms"), "a 3.7 s correction is a jump")
+        r.feed(.event(.seeked(positionMs: 9500)))
+        XCTAssertEqual(r.take(), ["position 9500 ms", "Seeked 9500 ms"])
+    }
+
+    func testStopIsStoppedAtZeroWithTheTrackShownAndPlayJoinsAgain() {
+        var r = Rig()
+        r.advance(toMs: 15_000)
+        r.feed(.command(.stop))
+        XCTAssertEqual(r.take(), ["stream stop", "PlaybackStatus=Stopped"])
+        XCTAssertEqual(r.state.published.position(nowUs: 16_000_000), 0)
+        XCTAssertEqual(r.title, "One", "Metadata kept")
+        r.feed(.streamStatus(.stopped, sequence: 2))
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") || $0.hasPrefix("PlaybackStatus") })
+        r.feed(.command(.play))
+        XCTAssertEqual(r.take(), ["stream play"], "Stopped until the stream is on its way")
+        r.feed(.streamStatus(.connecting, sequence: 3))
+        XCTAssertEqual(r.take(), ["PlaybackStatus=Playing"])
+        XCTAssertEqual(r.state.published.position(nowUs: 17_000_000), 0, "from 0 until heard")
+        XCTAssertEqual(r.state.server.state, .playing, "the house never stopped")
+        r.advance(toMs: 17_000)
+        r.feed(.streamStatus(.playing, sequence: 4))
+        XCTAssertEqual(r.take(), ["position 10600 ms", "Seeked 10600 ms"], "joined at the live edge, heard 1.4 s late")
+    }
+
+    func testStopWithControlServerStopsTheHouseToo() {
+        var c = Rig.config
+        c.control = .server
+        var r = Rig(config: c)
+        r.feed(.command(.stop))
+        XCTAssertEqual(r.take(), ["stream stop", "call stop", "PlaybackStatus=Stopped"])
+    }
+
+    func testPositionIsFrozenWhileNotHeardAndJumpsWithSeekedWhenHeardAgain() {
+        var r = Rig()
+        r.advance(toMs: 12_000)  // heard position: 5000 − 1400 + 2000 = 5600 ms
+        r.feed(.command(.pause))
+        r.feed(.streamStatus(.paused, sequence: 2))
+        XCTAssertEqual(r.take(), ["stream pause", "PlaybackStatus=Paused"])
+        XCTAssertEqual(r.state.published.position(nowUs: 20_000_000), 5_600_000, "frozen where listening stopped")
+        r.advance(toMs: 20_000)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 3))
+        r.feed(.streamStatus(.buffering, sequence: 4))
+        XCTAssertEqual(r.take(), ["stream play", "PlaybackStatus=Playing"], "nothing heard yet: no jump")
+        r.advance(toMs: 20_800)
+        r.feed(.streamStatus(.playing, sequence: 5))
+        // The house ran on from 7000 ms (what was heard at 12 s, plus the 1.4 s it trailed):
+        // 7000 + 8800 = 15 800 ms, heard 1.4 s later than it plays.
+        XCTAssertEqual(r.take(), ["position 14400 ms", "Seeked 14400 ms"])
+        r.advance(toMs: 21_800)
+        XCTAssertEqual(r.state.published.position(nowUs: 21_800_000), 15_400_000)
+    }
+
+    func testReconnectingKeepsThePositionRunning() {
+        var r = Rig()
+        r.advance(toMs: 12_000)
+        r.feed(.streamStatus(.reconnecting(inMs: 500, reason: "x"), sequence: 2))
+        r.feed(.streamStatus(.connecting, sequence: 3))
+        r.feed(.streamStatus(.playing, sequence: 4))
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a reconnect within listening is no jump")
+        XCTAssertEqual(r.state.published.position(nowUs: 13_000_000), 6_600_000)
+    }
+
+    // MARK: - Floods (issue #14)
+
+    func testAVolumeWheelSendsOneCallAtATimeAndTheNewestLast() {
+        var r = Rig()
+        for v in stride(from: 0.10, through: 0.50, by: 0.01) { r.feed(.command(.setVolume(v))) }
+        XCTAssertEqual(r.take(), ["call setVolume(10)"])
+        r.feed(.reply(.done(.setVolume(10))))
+        XCTAssertEqual(r.take(), ["call setVolume(50)"], "only the newest of those that waited")
+        r.feed(.reply(.failed(.setVolume(50), reason: "timeout")))
+        r.feed(.command(.setVolume(0.6)))
+        XCTAssertEqual(r.take(), ["log volume: timeout", "call setVolume(60)"])
+    }
+
+    func testCommandsBeyondWhatMopidyHasUnansweredAreDropped() {
+        var r = Rig()
+        for _ in 0..<40 { r.feed(.command(.next)) }
+        let t = r.take()
+        XCTAssertEqual(t.filter { $0 == "call next" }.count, BridgeTuning.maxCommandsInFlight)
+        XCTAssertEqual(t.filter { $0.hasSuffix("dropped") }.count, 40 - BridgeTuning.maxCommandsInFlight)
+        r.feed(.reply(.done(.next)))
+        r.feed(.command(.next))
+        XCTAssertEqual(r.take(), ["call next"], "room again once Mopidy answers")
+    }
 }

@@ -71,8 +71,12 @@ final class ServerStateTests: XCTestCase {
         s.positionMs = 1000
         s.positionAnchorUs = 0
         s.localStream = .paused
-        // The house's position goes on; what is published is the house's position now.
-        XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 3_000_000)
+        s.frozenPositionMs = 1500
+        // The house's position goes on; what is published is where listening stopped.
+        XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 1_500_000)
+        XCTAssertFalse(s.playerState().positionAdvancing)
+        s.localStream = .playing
+        XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 3_000_000, "heard: the house's position")
     }
 
     func testDisconnectedMeansNoControlsThatNeedMopidy() {
