@@ -264,9 +264,10 @@ extension BridgeState {
         let serverControl = !hasStream || config.control == .server
         switch c {
         case .play:
-            // Play always leads to music: the stream connects, and a paused or stopped house
-            // is resumed or started.
-            if hasStream { fx.append(.stream(.play)) }
+            // Play always leads to music: the stream connects (unless it already plays or is on
+            // its way: Play while playing is no change), and a paused or stopped house is resumed
+            // or started.
+            if hasStream && !server.localActive { fx.append(.stream(.play)) }
             if server.connected && server.state != .playing { call(server.state == .paused ? .resume : .play, &fx) }
         case .pause:
             if hasStream { fx.append(.stream(.pause)) }

@@ -7,7 +7,7 @@ final class ParentNode: DBusObject {
 
     func handle(_ call: MethodCall) -> MethodReply {
         guard call.member == "Introspect", call.interface == nil || call.interface == MPRISInterface.introspectable else {
-            return .error(name: MPRISService.unknownMethodName, message: "no method \(call.member) on \(path)")
+            return .error(name: MPRISCalls.unknownMethodName, message: "no method \(call.member) on \(path)")
         }
         let child = path == "/" ? "org" : path == "/org" ? "mpris" : "MediaPlayer2"
         return .values([.string("""

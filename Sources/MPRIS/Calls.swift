@@ -1,0 +1,203 @@
+import DBus
+
+/// How the MPRIS object answers method calls: a pure function of the call, the published state
+/// and the time, returning the reply and the commands for the player. Every argument is checked
+/// (signature, `Can*` flag, the spec's rules) before a command is made, and any value a client
+/// can send gets a reply or a named error: the fuzzer drives this with hostile calls.
+public struct MPRISCalls {
+    static let unknownMethodName = "org.freedesktop.DBus.Error.UnknownMethod"
+
+    let state: PlayerState
+    let nowUs: Int64
+    private(set) var commands: [PlayerCommand] = []
+
+    private init(state: PlayerState, nowUs: Int64) {
+        self.state = state
+        self.nowUs = nowUs
+    }
+
+    /// The reply to `call` and the commands it asks the player for, from the published `state`
+    /// at `nowUs`. `status` makes the bridge's status text, only when it is asked for.
+    public static func answer(_ call: MethodCall, state: PlayerState, nowUs: Int64,
+                              status: () -> String) -> (reply: MethodReply, commands: [PlayerCommand]) {
+        var calls = MPRISCalls(state: state, nowUs: nowUs)
+        let reply = calls.handle(call, status: status)
+        return (reply, calls.commands)
+    }
+
+    private mutating func handle(_ call: MethodCall, status: () -> String) -> MethodReply {
+        switch call.interface {
+        case MPRISInterface.properties?: return properties(call)
+        case MPRISInterface.introspectable?:
+            return call.member == "Introspect" ? .values([.string(mprisIntrospectionXML)]) : unknownMethod(call)
+        case MPRISInterface.root?: return root(call)
+        case MPRISInterface.player?: return player(call)
+        case MPRISService.statusInterface?:
+            return call.member == "Status" ? .values([.string(status())]) : unknownMethod(call)
+        case nil:
+            // No interface given: D-Bus allows it; look the member up in ours.
+            for iface in [MPRISInterface.player, MPRISInterface.root, MPRISInterface.properties, MPRISInterface.introspectable] {
+                let r = handle(MethodCall(path: call.path, interface: iface, member: call.member,
+                                          sender: call.sender, signature: call.signature, args: call.args),
+                               status: status)
+                if case .error(let name, _) = r, name == MPRISCalls.unknownMethodName { continue }
+                return r
+            }
+            return unknownMethod(call)
+        default:
+            return .error(name: "org.freedesktop.DBus.Error.UnknownInterface",
+                          message: "no interface \(call.interface ?? "") on \(call.path)")
+        }
+    }
+
+
+    private func unknownMethod(_ call: MethodCall) -> MethodReply {
+        .error(name: MPRISCalls.unknownMethodName,
+               message: "no method \(call.member) with signature '\(call.signature)' in \(call.interface ?? "any interface")")
+    }
+
+    /// Checks the call's signature; the reply when it is wrong.
+    private func expect(_ call: MethodCall, _ signature: String) -> MethodReply? {
+        call.signature == signature ? nil
+            : .invalidArgs("\(call.member) takes '\(signature)', not '\(call.signature)'")
+    }
+
+    private mutating func root(_ call: MethodCall) -> MethodReply {
+        if let bad = expect(call, ""), ["Raise", "Quit"].contains(call.member) { return bad }
+        switch call.member {
+        case "Raise":
+            if state.canRaise { commands.append(.raise) }
+            return .empty
+        case "Quit":
+            commands.append(.quit)
+            return .empty
+        default: return unknownMethod(call)
+        }
+    }
+
+    private mutating func player(_ call: MethodCall) -> MethodReply {
+        let s = state
+        switch call.member {
+        case "Next", "Previous", "Pause", "PlayPause", "Stop", "Play":
+            if let bad = expect(call, "") { return bad }
+        case "Seek":
+            if let bad = expect(call, "x") { return bad }
+        case "SetPosition":
+            if let bad = expect(call, "ox") { return bad }
+        case "OpenUri":
+            if let bad = expect(call, "s") { return bad }
+        default:
+            return unknownMethod(call)
+        }
+        switch call.member {
+        case "Next": if s.canGoNext { commands.append(.next) }
+        case "Previous": if s.canGoPrevious { commands.append(.previous) }
+        case "Pause": if s.canPause { commands.append(.pause) }
+        case "Play": if s.canPlay { commands.append(.play) }
+        case "Stop": commands.append(.stop)
+        case "PlayPause":
+            // MPRIS: with CanPause false, PlayPause has no effect and raises an error.
+            guard s.canPause else {
+                return .error(name: "org.freedesktop.DBus.Error.NotSupported", message: "this player cannot pause now")
+            }
+            if s.playbackStatus == .playing { commands.append(.pause) } else if s.canPlay { commands.append(.play) }
+        case "Seek":
+            guard s.canSeek, let offset = call.args.first?.int64Value else { break }
+            // Any int64 may arrive: the sum saturates instead of trapping.
+            let target = s.position(nowUs: nowUs).adding(saturating: offset)
+            if let len = s.metadata.lengthUs, target > len {
+                // MPRIS: seeking past the end acts like Next.
+                if s.canGoNext { commands.append(.next) }
+            } else {
+                commands.append(.setPosition(us: max(0, target)))
+            }
+        case "SetPosition":
+            guard s.canSeek, call.args.count == 2, let track = call.args[0].objectPathValue,
+                  let pos = call.args[1].int64Value else { break }
+            // MPRIS: a stale track id, a negative position or one past the end is ignored.
+            guard track == s.metadata.trackID, track != TrackMetadata.noTrackID, pos >= 0 else { break }
+            if let len = s.metadata.lengthUs, pos > len { break }
+            commands.append(.setPosition(us: pos))
+        case "OpenUri":
+            guard let uri = call.args.first?.stringValue else { break }
+            let scheme = uri.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+            guard uri.contains(":"), s.supportedUriSchemes.contains(scheme) else {
+                return .invalidArgs("unsupported URI scheme '\(scheme)'; supported: \(s.supportedUriSchemes.joined(separator: ", "))")
+            }
+            commands.append(.openURI(uri))
+        default: break
+        }
+        return .empty
+    }
+
+    private mutating func properties(_ call: MethodCall) -> MethodReply {
+                switch call.member {
+        case "Get":
+            guard expect(call, "ss") == nil, let iface = call.args[0].stringValue, let name = call.args[1].stringValue else {
+                return expect(call, "ss") ?? .invalidArgs("Get takes two strings")
+            }
+            guard let props = state.properties(of: iface, nowUs: nowUs) else { return noInterface(iface) }
+            guard let value = props.first(where: { $0.0 == name })?.1 else { return noProperty(iface, name) }
+            return .values([.variant(value)])
+        case "GetAll":
+            guard expect(call, "s") == nil, let iface = call.args.first?.stringValue else {
+                return expect(call, "s") ?? .invalidArgs("GetAll takes a string")
+            }
+            guard let props = state.properties(of: iface, nowUs: nowUs) else {
+                // Our own interfaces without properties answer with none.
+                if [MPRISInterface.introspectable, MPRISInterface.peer, MPRISInterface.properties,
+                    MPRISService.statusInterface].contains(iface) { return .values([.vardict([])]) }
+                return noInterface(iface)
+            }
+            return .values([.vardict(props)])
+        case "Set":
+            guard expect(call, "ssv") == nil, call.args.count == 3, let iface = call.args[0].stringValue,
+                  let name = call.args[1].stringValue, let value = call.args[2].variantValue else {
+                return expect(call, "ssv") ?? .invalidArgs("Set takes two strings and a variant")
+            }
+            return set(iface, name, value)
+        default:
+            return unknownMethod(call)
+        }
+    }
+
+    private mutating func set(_ iface: String, _ name: String, _ value: DBusValue) -> MethodReply {
+        guard let table = MPRISProperty.table(of: iface) else { return noInterface(iface) }
+        guard let property = table.first(where: { $0.name == name }) else { return noProperty(iface, name) }
+        guard property.writable else {
+            return .error(name: "org.freedesktop.DBus.Error.PropertyReadOnly", message: "\(name) is read-only")
+        }
+        guard value.signature == property.type else {
+            return .invalidArgs("\(name) is of type '\(property.type)', not '\(value.signature)'")
+        }
+        switch (name, value) {
+        case ("Volume", .double(let v)):
+            guard v.isFinite else { return .invalidArgs("Volume must be a finite number") }
+            // MPRIS: a negative volume means 0.0. Mopidy's mixer has no gain above 100 %.
+            commands.append(.setVolume(min(1.0, max(0.0, v))))
+        case ("LoopStatus", .string(let s)):
+            guard let status = LoopStatus(rawValue: s) else {
+                return .invalidArgs("LoopStatus is one of None, Track, Playlist; not '\(s)'")
+            }
+            commands.append(.setLoopStatus(status))
+        case ("Shuffle", .bool(let b)):
+            commands.append(.setShuffle(b))
+        case ("Rate", .double(let r)):
+            // Minimum = Maximum = 1.0: any other rate is out of range and ignored.
+            guard r.isFinite else { return .invalidArgs("Rate must be a finite number") }
+        case ("Fullscreen", _):
+            break  // CanSetFullscreen is false: ignored, as the spec asks
+        default:
+            break
+        }
+        return .empty
+    }
+
+    private func noInterface(_ iface: String) -> MethodReply {
+        .error(name: "org.freedesktop.DBus.Error.UnknownInterface", message: "no interface \(iface) on \(MPRISInterface.objectPath)")
+    }
+
+    private func noProperty(_ iface: String, _ name: String) -> MethodReply {
+        .error(name: "org.freedesktop.DBus.Error.UnknownProperty", message: "no property \(name) in \(iface)")
+    }
+}
