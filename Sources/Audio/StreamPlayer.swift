@@ -57,13 +57,12 @@ public struct StreamConfig: Sendable, Equatable {
     public var sink: String?
     /// PulseAudio server; nil: PULSE_SERVER or the session's.
     public var pulseServer: String? = nil
-    public var ringBytes = 512 * 1024
-    /// Audio kept when joining (the rest of Icecast's burst is dropped): enough to ride out the
-    /// gaps between Ogg pages and network jitter, and PulseSink's prebuffer (500 ms) at once.
-    public var joinBufferMs = 500
-    public var stallSeconds = 8
-    /// Wrong password, not FLAC, no such mount: retried this slowly.
-    public var slowRetryMs = 30_000
+    public var ringBytes = StreamTuning.ringBytes
+    /// Newest audio of Icecast's connect burst kept when joining (StreamTuning.joinKeepMs).
+    public var joinBufferMs = StreamTuning.joinKeepMs
+    public var stallSeconds = StreamTuning.stallSeconds
+    /// Wrong password, not FLAC, untrusted certificate: retried this slowly.
+    public var slowRetryMs = StreamTuning.slowRetryMs
 
     public init(url: String, user: String? = nil, password: String? = nil, sink: String? = nil) {
         self.url = url
@@ -224,7 +223,7 @@ public final class StreamPlayer: @unchecked Sendable {
 
     private func networkLoop() {
         let get = StreamingGet()
-        var backoff = Backoff()
+        var backoff = Backoff(initialMs: StreamTuning.backoffInitialMs, maxMs: StreamTuning.backoffMaxMs)
         while true {
             let (gen, config) = monitor.withLock { () -> (Int, StreamConfig) in
                 while !wanted { monitor.wait(deadlineMs: nil) }
@@ -233,6 +232,7 @@ public final class StreamPlayer: @unchecked Sendable {
             let url = redactedURL(config.url)
             var options = StreamingGet.Options(user: config.user, password: config.password)
             options.stallSeconds = config.stallSeconds
+            options.connectTimeoutMs = StreamTuning.connectTimeoutMs
             setStatus(.connecting)
             let s = Session(ring: ByteRing(capacity: config.ringBytes), url: url)
             let superseded = monitor.withLock { () -> Bool in
@@ -245,10 +245,10 @@ public final class StreamPlayer: @unchecked Sendable {
             s.ring.finish()
             // Judge the end only once the decoder has seen every byte: a short reply (an HTML
             // page) is "not FLAC", not "the server ended the stream". Buffered audio plays out.
-            if s.handedOver { s.waitForDecoder(deadlineMs: monotonicMs() + 30_000) }
+            if s.handedOver { s.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
             let (stillWanted, sameGen) = monitor.withLock { (wanted, generation == gen) }
             guard stillWanted && sameGen else { continue }
-            if s.playedMs >= 10_000 { backoff.reset() }
+            if s.playedMs >= StreamTuning.playedBeforeResetMs { backoff.reset() }
             let next: StreamStatus
             if let failure = s.failure {
                 next = failure.permanent ? .failed(reason: failure.reason, retryInMs: config.slowRetryMs)
@@ -260,7 +260,7 @@ public final class StreamPlayer: @unchecked Sendable {
                     let code = { if case .httpStatus(let c) = end { return c }; return 0 }()
                     next = .failed(reason: "stream refused the password\(who) at \(url) (HTTP \(code))", retryInMs: config.slowRetryMs)
                 case .httpStatus(404):
-                    next = .failed(reason: "no stream at \(url) (HTTP 404)", retryInMs: max(backoff.nextDelayMs(), 5000))
+                    next = .failed(reason: "no stream at \(url) (HTTP 404)", retryInMs: max(backoff.nextDelayMs(), StreamTuning.noStreamRetryMinMs))
                 case .httpStatus(let code):
                     next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url) answered HTTP \(code)")
                 case .stalled(let sec):
@@ -317,15 +317,15 @@ public final class StreamPlayer: @unchecked Sendable {
     /// Decodes one connection's bytes until they end.
     private func decode(_ s: Session, sink: inout PulseSink?) {
         // Sniff: wait for the first bytes (during silence a native mount can take seconds).
-        var head = [UInt8](repeating: 0, count: StreamSniffer.wantedBytes)
+        var head = [UInt8](repeating: 0, count: StreamTuning.sniffBytes)
         var have = 0
         var firstByteMs = 0
         while have < head.count {
             let r = head.withUnsafeMutableBytes { buf in
                 // An inconclusive start (a native mount joined mid-stream, quiet audio compresses
-                // to little) gets up to 3 s to show its frames.
+                // to little) gets up to `sniffWaitMs` to show its frames.
                 s.ring.read(into: UnsafeMutableRawBufferPointer(rebasing: buf[have...]),
-                            deadlineMs: have == 0 ? nil : firstByteMs + 3000)
+                            deadlineMs: have == 0 ? nil : firstByteMs + StreamTuning.sniffWaitMs)
             }
             if case .bytes(let n) = r {
                 if have == 0 { firstByteMs = monotonicMs() }
@@ -384,7 +384,7 @@ public final class StreamPlayer: @unchecked Sendable {
         var serial: UInt32? = nil
         var chainBoundary = false
         var pendingPage: (page: OggPage, arrivalMs: Int)? = nil
-        var scratch = [UInt8](repeating: 0, count: 16384)
+        var scratch = [UInt8](repeating: 0, count: StreamTuning.oggReadBytes)
         /// When the bytes handed to libFLAC last arrived: for Ogg, when the page being decoded
         /// was complete; for native FLAC, when the last byte read arrived. Never earlier than
         /// the truth, so each frame gives an upper bound on when it could have arrived.
@@ -448,10 +448,10 @@ public final class StreamPlayer: @unchecked Sendable {
             return .bytes(n)
         }
 
-        /// While joining, waits at most 30 ms: a pause in the data means Icecast's burst is over.
+        /// While joining, waits at most `burstGapMs`: a pause in the data means Icecast's burst is over.
         private func fromRing(into buf: UnsafeMutableRawBufferPointer, output: Output) -> DecoderInput {
             while true {
-                let deadline = output.joining ? monotonicMs() + 30 : nil
+                let deadline = output.joining ? monotonicMs() + StreamTuning.burstGapMs : nil
                 switch ring.read(into: buf, deadlineMs: deadline) {
                 case .bytes(let n): return .bytes(n)
                 case .ended: return .end
@@ -518,7 +518,7 @@ public final class StreamPlayer: @unchecked Sendable {
                     pendingMs -= dropped
                     skippedMs += dropped
                 }
-                if monotonicMs() - joinStartedMs > 5000 { endJoin() }
+                if monotonicMs() - joinStartedMs > StreamTuning.joinCapMs { endJoin() }
                 return !session.ring.isCancelled
             }
             return play(pcm, format: f.format)
@@ -556,9 +556,9 @@ public final class StreamPlayer: @unchecked Sendable {
             decodedMs += Double(f.samples) * 1000 / Double(f.format.sampleRate)
             let arrival = input.arrivalMs
             let bound = Double(arrival) - decodedMs
-            // Creeps later by 200 ppm between bounds, so a server clock slower than ours is
-            // followed instead of pinning the origin to an old minimum.
-            let creep = onTimeOriginMs.map { $0 + Double(max(0, arrival - lastArrivalMs)) * 0.0002 } ?? bound
+            // Creeps later between bounds, so a server clock slower than ours is followed
+            // instead of pinning the origin to an old minimum.
+            let creep = onTimeOriginMs.map { $0 + Double(max(0, arrival - lastArrivalMs)) * StreamTuning.originCreep } ?? bound
             onTimeOriginMs = min(creep, bound)
             lastArrivalMs = arrival
         }
@@ -577,7 +577,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 player.figures.bufferedMs = paMs
                 let raw = max(0, lateMs) + Double(paMs + unwrittenMs + pendingMs)
                 // Lightly smoothed: libpulse's interpolation and the 100 ms write pieces jitter.
-                smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * 0.2
+                smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * StreamTuning.delaySmoothing
                 player.figures.localDelayMs = Int(smoothedDelayMs)
             }
         }
