@@ -23,6 +23,15 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
         case .failed(let r, let ms): return "failed: \(r) (retrying in \(ms / 1000) s)"
         }
     }
+
+    /// Why the connection ended and how long until the next one, for the two waiting statuses.
+    var retry: (reason: String, delayMs: Int)? {
+        switch self {
+        case .reconnecting(let ms, let r): return (r, ms)
+        case .failed(let r, let ms): return (r, ms)
+        default: return nil
+        }
+    }
 }
 
 /// What the player reports about itself.
@@ -175,30 +184,29 @@ public final class StreamPlayer: @unchecked Sendable {
         var handedOver = false
         // Written by the decoder thread; read by the network thread when the transfer ends.
         private let lock = Monitor()
-        private var _failure: String? = nil
-        private var _failureIsPermanent = true
+        private var _failure: ConnectionFailure? = nil
         private var _playedMs = 0
         private var _decoderDone = false
         init(ring: ByteRing, url: String) {
             self.ring = ring
             self.url = url
         }
-        var failure: (reason: String, permanent: Bool)? {
-            lock.withLock { _failure.map { ($0, _failureIsPermanent) } }
-        }
         /// Ends this connection. `permanent`: retrying soon will not help (not FLAC); otherwise
         /// (the sound server went away) the usual backoff applies.
         func fail(_ reason: String, permanent: Bool = true) {
-            lock.withLock { _failure = reason; _failureIsPermanent = permanent }
+            lock.withLock { _failure = ConnectionFailure(reason: reason, permanent: permanent) }
             ring.cancel()
         }
-        var playedMs: Int { lock.withLock { _playedMs } }
         func decoderFinished() { lock.withLock { _decoderDone = true; lock.broadcast() } }
         /// Waits until the decoder has used up this connection's bytes (or `deadlineMs`).
         func waitForDecoder(deadlineMs: Int) {
             lock.withLock { while !_decoderDone { if !lock.wait(deadlineMs: deadlineMs) { return } } }
         }
         func addPlayed(_ ms: Int) { lock.withLock { _playedMs += ms } }
+        /// How the connection ended, once the decoder is done with it.
+        func outcome(end: StreamEnd) -> ConnectionOutcome {
+            lock.withLock { ConnectionOutcome(end: end, failure: _failure, playedMs: _playedMs) }
+        }
     }
 
     private final class Transfer: StreamingGetDelegate {
@@ -223,7 +231,7 @@ public final class StreamPlayer: @unchecked Sendable {
 
     private func networkLoop() {
         let get = StreamingGet()
-        var backoff = Backoff(initialMs: StreamTuning.backoffInitialMs, maxMs: StreamTuning.backoffMaxMs)
+        var policy = ReconnectPolicy()
         while true {
             let (gen, config) = monitor.withLock { () -> (Int, StreamConfig) in
                 while !wanted { monitor.wait(deadlineMs: nil) }
@@ -248,37 +256,8 @@ public final class StreamPlayer: @unchecked Sendable {
             if s.handedOver { s.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
             let (stillWanted, sameGen) = monitor.withLock { (wanted, generation == gen) }
             guard stillWanted && sameGen else { continue }
-            if s.playedMs >= StreamTuning.playedBeforeResetMs { backoff.reset() }
-            let next: StreamStatus
-            if let failure = s.failure {
-                next = failure.permanent ? .failed(reason: failure.reason, retryInMs: config.slowRetryMs)
-                    : .reconnecting(inMs: backoff.nextDelayMs(), reason: failure.reason)
-            } else {
-                switch end {
-                case .httpStatus(401), .httpStatus(403):
-                    let who = config.user.map { " for user '\($0)'" } ?? ""
-                    let code = { if case .httpStatus(let c) = end { return c }; return 0 }()
-                    next = .failed(reason: "stream refused the password\(who) at \(url) (HTTP \(code))", retryInMs: config.slowRetryMs)
-                case .httpStatus(404):
-                    next = .failed(reason: "no stream at \(url) (HTTP 404)", retryInMs: max(backoff.nextDelayMs(), StreamTuning.noStreamRetryMinMs))
-                case .httpStatus(let code):
-                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url) answered HTTP \(code)")
-                case .stalled(let sec):
-                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "no data from \(url) for \(sec) s")
-                case .failed(let msg):
-                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url): \(msg)")
-                case .untrusted(let msg):
-                    next = .failed(reason: "\(url): \(msg) (a server with its own certificate authority: set ca_file)",
-                                   retryInMs: config.slowRetryMs)
-                case .finished, .stoppedByConsumer:
-                    next = .reconnecting(inMs: backoff.nextDelayMs(), reason: "\(url) ended the stream")
-                }
-            }
-            let (reason, delay): (String, Int) = switch next {
-            case .failed(let r, let ms): (r, ms)
-            case .reconnecting(let ms, let r): (r, ms)
-            default: ("", 0)
-            }
+            let next = policy.next(after: s.outcome(end: end), url: url, user: config.user, slowRetryMs: config.slowRetryMs)
+            let (reason, delay) = next.retry ?? ("", 0)
             note(error: reason)
             monitor.withLock { figures.reconnects += 1 }
             Log.warning("stream: \(next)")
