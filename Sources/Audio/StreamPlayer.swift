@@ -326,10 +326,9 @@ public final class StreamPlayer: @unchecked Sendable {
         }
         let config = self.config
         let input = Input(ring: s.ring, prefix: head, kind: kind)
-        let output = Output(player: self, session: s, input: input, joinBufferMs: config.joinBufferMs,
+        let output = Output(player: self, session: s, input: input, joinBufferMs: config.joinBufferMs, joinStartedMs: firstByteMs,
                             sinkName: config.sink, server: config.pulseServer)
         output.sink = sink
-        output.joinStartedMs = firstByteMs
         defer { sink = output.sink }
         while !s.ring.isCancelled {
             guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
@@ -446,33 +445,22 @@ public final class StreamPlayer: @unchecked Sendable {
         let player: StreamPlayer
         let session: Session
         let input: Input
-        let joinBufferMs: Int
         let sinkName: String?
         let server: String?
         var sink: PulseSink? = nil
         var joining = true
-        var joinStartedMs = 0
-        var pending: [[UInt8]] = []
-        var pendingFormat: AudioFormat? = nil
-        var pendingMs = 0
-        var skippedMs = 0
+        var join: JoinBuffer
+        var delay = HeardDelayEstimator()
         var pcm: [UInt8] = []
         let converter = PCMConverter()
         var announcedPlaying = false
-        var smoothedDelayMs = 0.0
-        /// Audio decoded on this connection, ms (skipped, held, written).
-        var decodedMs = 0.0
-        /// When audio position 0 would have arrived had every page come on time: the minimum
-        /// over frames of (arrival − position at the frame's end). Pages that waited anywhere
-        /// (a burst, a stall, the kernel's buffer) only give later values; the punctual ones set it.
-        var onTimeOriginMs: Double? = nil
-        var lastArrivalMs = 0
 
-        init(player: StreamPlayer, session: Session, input: Input, joinBufferMs: Int, sinkName: String?, server: String?) {
+        init(player: StreamPlayer, session: Session, input: Input, joinBufferMs: Int, joinStartedMs: Int,
+             sinkName: String?, server: String?) {
             self.player = player
             self.session = session
             self.input = input
-            self.joinBufferMs = joinBufferMs
+            self.join = JoinBuffer(keepMs: joinBufferMs, startedMs: joinStartedMs)
             self.sinkName = sinkName
             self.server = server
         }
@@ -485,79 +473,44 @@ public final class StreamPlayer: @unchecked Sendable {
                 return player.volume
             }
             converter.convert(f, volume: volume, into: &pcm)
-            noteArrival(f)
-            let ms = f.format.milliseconds(frames: f.samples)
+            delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: input.arrivalMs)
             if joining {
-                if pendingFormat != f.format { pending.removeAll(); pendingMs = 0; pendingFormat = f.format }
-                pending.append(pcm)
-                pendingMs += ms
-                // Keep only the newest join buffer's worth: the rest of the burst is old audio.
-                while pendingMs - pendingLength(pending[0]) >= joinBufferMs {
-                    let dropped = pendingLength(pending.removeFirst())
-                    pendingMs -= dropped
-                    skippedMs += dropped
-                }
-                if monotonicMs() - joinStartedMs > StreamTuning.joinCapMs { endJoin() }
+                join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
+                if join.isOverdue(nowMs: monotonicMs()) { endJoin() }
                 return !session.ring.isCancelled
             }
             return play(pcm, format: f.format)
         }
 
-        private func pendingLength(_ chunk: [UInt8]) -> Int {
-            guard let f = pendingFormat else { return 0 }
-            return f.milliseconds(frames: chunk.count / f.sinkBytesPerFrame)
-        }
-
         /// The data paused: the burst is over if we hold a join buffer's worth.
         func burstPaused() {
-            if joining && pendingMs >= joinBufferMs { endJoin() }
+            if joining && join.isFull { endJoin() }
         }
 
         func endJoin() {
             guard joining else { return }
             joining = false
-            let format = pendingFormat
-            player.monitor.withLock { player.figures.skippedAtJoinMs = skippedMs }
-            if skippedMs > 0 { Log.info("stream: joined \(skippedMs) ms behind live; skipped that to play near live") }
-            let chunks = pending
-            pending = []
-            // pendingMs counts down as the kept audio goes out: until then it is part of the delay.
-            if let format {
-                for c in chunks {
-                    pendingMs -= pendingLength(c)  // c itself is counted while written
-                    guard play(c, format: format) else { pendingMs = 0; return }
+            player.monitor.withLock { player.figures.skippedAtJoinMs = join.skippedMs }
+            if join.skippedMs > 0 { Log.info("stream: joined \(join.skippedMs) ms behind live; skipped that to play near live") }
+            guard let format = join.format else { return }
+            // What is still held counts in the delay until it is written (see `updateDelay`).
+            while let chunk = join.takeFirst() {
+                guard play(chunk, format: format) else {
+                    join.removeAll()
+                    return
                 }
             }
-            pendingMs = 0
         }
 
-        private func noteArrival(_ f: DecodedFrame) {
-            decodedMs += Double(f.samples) * 1000 / Double(f.format.sampleRate)
-            let arrival = input.arrivalMs
-            let bound = Double(arrival) - decodedMs
-            // Creeps later between bounds, so a server clock slower than ours is followed
-            // instead of pinning the origin to an old minimum.
-            let creep = onTimeOriginMs.map { $0 + Double(max(0, arrival - lastArrivalMs)) * StreamTuning.originCreep } ?? bound
-            onTimeOriginMs = min(creep, bound)
-            lastArrivalMs = arrival
-        }
-
-        /// The delay from the stream's live edge (as it leaves the server) to what leaves the
-        /// speaker here: how late the newest decoded audio is against its on-time arrival
-        /// (waiting in the ring, the kernel, a burst) plus what we hold decoded plus what the
-        /// sound server holds (pa_simple_get_latency, interpolated by libpulse, no round trip).
-        /// Each part moves as the others move the opposite way, so the sum stays constant while
-        /// playback is smooth and grows by exactly what an underrun or stall loses.
+        /// pa_simple_get_latency is interpolated by libpulse: no round trip to the sound server.
         func updateDelay(format: AudioFormat, unwrittenMs: Int) {
-            guard let sink, let origin = onTimeOriginMs else { return }
+            guard let sink else { return }
             let paMs = sink.latencyUs() / 1000
-            let lateMs = Double(monotonicMs()) - origin - decodedMs
+            guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: paMs,
+                                         unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
             player.monitor.withLock {
                 player.figures.bufferedMs = paMs
-                let raw = max(0, lateMs) + Double(paMs + unwrittenMs + pendingMs)
-                // Lightly smoothed: libpulse's interpolation and the 100 ms write pieces jitter.
-                smoothedDelayMs = smoothedDelayMs == 0 ? raw : smoothedDelayMs + (raw - smoothedDelayMs) * StreamTuning.delaySmoothing
-                player.figures.localDelayMs = Int(smoothedDelayMs)
+                player.figures.localDelayMs = ms
             }
         }
 
