@@ -8,6 +8,9 @@ final class StreamConnection: @unchecked Sendable {
     let ring: ByteRing
     /// The stream's address without credentials, for messages.
     let url: String
+    /// The player's generation this connection belongs to: a status from it counts only while
+    /// no play, pause or stop came after.
+    let generation: Int
     // Written by the network thread before the first byte reaches the ring.
     var contentType: String? = nil
     var handedOver = false
@@ -17,9 +20,10 @@ final class StreamConnection: @unchecked Sendable {
     private var _playedMs = 0
     private var _decoderDone = false
 
-    init(ring: ByteRing, url: String) {
+    init(ring: ByteRing, url: String, generation: Int) {
         self.ring = ring
         self.url = url
+        self.generation = generation
     }
 
     /// Ends this connection. `permanent`: retrying soon will not help (not FLAC); otherwise (the

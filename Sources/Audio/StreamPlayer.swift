@@ -15,7 +15,6 @@ public final class StreamPlayer: @unchecked Sendable {
     private var _config: StreamConfig
     private weak var _delegate: StreamPlayerDelegate?
     private var wanted = false
-    private var wantedStatus: StreamStatus = .stopped
     /// Counts play/pause/stop: what a thread started for an older one does not count.
     private var generation = 0
     /// The connection being made or played (cancelled by play/pause/stop).
@@ -23,6 +22,7 @@ public final class StreamPlayer: @unchecked Sendable {
     /// Connections with data, in order, for the decoder thread.
     private var handoff: [StreamConnection] = []
     private var status: StreamStatus = .stopped
+    private var statusSequence = 0
     private var started = false
 
     private let stats = StreamStats()
@@ -36,7 +36,7 @@ public final class StreamPlayer: @unchecked Sendable {
     // MARK: - Control
 
     /// Connects (or reconnects at the live edge) and plays.
-    public func play() { control(wanted: true, status: .connecting) }
+    public func play() { control(wanted: true, status: nil) }
 
     /// Stops the output at once (what is buffered is dropped) and disconnects.
     public func pause() { control(wanted: false, status: .paused) }
@@ -64,36 +64,44 @@ public final class StreamPlayer: @unchecked Sendable {
     public var currentStatus: StreamStatus { monitor.withLock { status } }
     public var currentFigures: StreamFigures { stats.snapshot }
 
-    private func control(wanted w: Bool, status s: StreamStatus) {
-        let old = monitor.withLock { () -> StreamConnection? in
+    /// A new generation: the current connection ends on both threads (the decoder stops writing
+    /// within one piece and flushes the sink; libcurl aborts at its next callback). Pause and
+    /// stop say so in the same locked step, so no thread's status can come between.
+    private func control(wanted w: Bool, status s: StreamStatus?) {
+        monitor.withLock {
             if !started {
                 started = true
                 startThread(name: "stream-http") { [self] in networkLoop() }
                 startThread(name: "decoder") { [self] in decoderLoop() }
             }
             wanted = w
-            wantedStatus = s
             generation += 1
-            let old = current
+            current?.ring.cancel()
             current = nil
+            if let s { publishLocked(s) }
             monitor.broadcast()
-            return old
         }
-        // Ends the old connection on both threads: the decoder stops writing within one piece
-        // and flushes the sink; libcurl aborts at its next callback.
-        old?.ring.cancel()
-        if !w { setStatus(s) }
     }
 
-    private func setStatus(_ s: StreamStatus) {
-        let (changed, delegate) = monitor.withLock { () -> (Bool, StreamPlayerDelegate?) in
-            guard status != s else { return (false, nil) }
-            status = s
-            return (true, _delegate)
-        }
-        if changed {
-            Log.debug("stream: \(s)")
-            delegate?.streamPlayer(statusChanged: s)
+    /// Call with `monitor` held. The delegate hears each change in the order of the lock, with a
+    /// strictly increasing sequence (see StreamPlayerDelegate for what it may do meanwhile).
+    private func publishLocked(_ s: StreamStatus) {
+        guard status != s else { return }
+        status = s
+        statusSequence += 1
+        Log.debug("stream: \(s)")
+        _delegate?.streamPlayer(statusChanged: s, sequence: statusSequence)
+    }
+
+    /// A status from a thread working for `generation`: dropped when a play, pause or stop came
+    /// since. `before` runs in the same locked step, only when the status counts.
+    @discardableResult
+    private func publish(_ s: StreamStatus, for generation: Int, before: () -> Void = {}) -> Bool {
+        monitor.withLock {
+            guard wanted && self.generation == generation else { return false }
+            before()
+            publishLocked(s)
+            return true
         }
     }
 
@@ -111,14 +119,8 @@ public final class StreamPlayer: @unchecked Sendable {
             var options = StreamingGet.Options(user: config.user, password: config.password)
             options.stallSeconds = config.stallSeconds
             options.connectTimeoutMs = StreamTuning.connectTimeoutMs
-            setStatus(.connecting)
-            let c = StreamConnection(ring: ByteRing(capacity: config.ringBytes), url: url)
-            let superseded = monitor.withLock { () -> Bool in
-                guard generation == gen else { return true }
-                current = c
-                return false
-            }
-            if superseded { continue }
+            let c = StreamConnection(ring: ByteRing(capacity: config.ringBytes), url: url, generation: gen)
+            guard publish(.connecting, for: gen, before: { current = c }) else { continue }
             let transfer = StreamTransfer(connection: c, stats: stats) { [self] c in
                 monitor.withLock { handoff.append(c) }
                 monitor.broadcast()
@@ -130,10 +132,10 @@ public final class StreamPlayer: @unchecked Sendable {
             if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
             guard monitor.withLock({ wanted && generation == gen }) else { continue }
             let next = policy.next(after: c.outcome(end: end), url: url, user: config.user, slowRetryMs: config.slowRetryMs)
-            let (reason, delayMs) = next.retry ?? ("", 0)
-            stats.connectionEnded(reason: reason)
-            Log.warning("stream: \(next)")
-            setStatus(next)
+            guard let (reason, delayMs) = next.retry, publish(next, for: gen, before: {
+                stats.connectionEnded(reason: reason)
+                Log.warning("stream: \(next)")
+            }) else { continue }
             let deadline = monotonicMs() + delayMs
             monitor.withLock {
                 while wanted && generation == gen && monotonicMs() < deadline { monitor.wait(deadlineMs: deadline) }
@@ -158,7 +160,6 @@ public final class StreamPlayer: @unchecked Sendable {
                 sink?.flush()
                 sink = nil
                 stats.outputStopped()
-                setStatus(monitor.withLock { wantedStatus })
             }
         }
     }
@@ -166,7 +167,7 @@ public final class StreamPlayer: @unchecked Sendable {
     /// Decodes one connection's bytes until they end; returns the sink for the next one.
     private func decode(_ c: StreamConnection, sink: PulseSink?) -> PulseSink? {
         guard let start = StreamInput.sniff(c) else { return sink }
-        setStatus(.buffering)
+        publish(.buffering, for: c.generation)
         let kind: StreamKind
         switch start.kind {
         case .success(let k): kind = k
@@ -180,7 +181,7 @@ public final class StreamPlayer: @unchecked Sendable {
         let output = StreamOutput(
             connection: c, settings: .init(joinKeepMs: config.joinBufferMs, sinkName: config.sink, server: config.pulseServer),
             sink: sink, joinStartedMs: start.firstByteMs, stats: stats, gain: gain,
-            onPlaying: { [self] in setStatus(.playing) })
+            onPlaying: { [self] in publish(.playing, for: c.generation) })
         input.burst = output
         while !c.ring.isCancelled {
             guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,

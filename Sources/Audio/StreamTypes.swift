@@ -51,8 +51,12 @@ public struct StreamFigures: Sendable, Equatable {
 }
 
 public protocol StreamPlayerDelegate: AnyObject, Sendable {
-    /// Called on one of the player's threads; hand the work on.
-    func streamPlayer(statusChanged status: StreamStatus)
+    /// Called on whichever thread made the change (a control caller, "stream-http", "decoder")
+    /// while the player holds the lock that orders the changes, so calls come in the order the
+    /// changes happened, with `sequence` strictly increasing (a consumer that hands them on
+    /// across threads can drop one older than what it has). Must not block and must not call
+    /// back into the player: hand the work on and return.
+    func streamPlayer(statusChanged status: StreamStatus, sequence: Int)
 }
 
 public struct StreamConfig: Sendable, Equatable {

@@ -106,7 +106,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
 
     // MARK: - The local stream (on a stream thread; handed to the worker)
 
-    public func streamPlayer(statusChanged status: StreamStatus) {
+    public func streamPlayer(statusChanged status: StreamStatus, sequence: Int) {
         worker.submit { [self] in apply { $0.localStream = status } }
     }
 
