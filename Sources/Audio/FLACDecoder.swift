@@ -76,16 +76,14 @@ final class FLACDecoder {
         case .ogg:
             status = FLAC__stream_decoder_init_ogg_stream(d, flacRead, nil, nil, nil, nil, flacWrite, nil, flacError, me)
         }
-        guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else {
-            FLAC__stream_decoder_delete(d)
-            return nil
-        }
+        // Every stored property is set, so Swift runs `deinit` even when this initialiser fails:
+        // `deinit` alone deletes the decoder.
+        guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else { return nil }
     }
 
-    deinit {
-        FLAC__stream_decoder_finish(decoder)
-        FLAC__stream_decoder_delete(decoder)
-    }
+    /// The only owner of the C decoder. FLAC__stream_decoder_delete finishes it first, and
+    /// finishing one whose init failed (still uninitialised) does nothing.
+    deinit { FLAC__stream_decoder_delete(decoder) }
 
     /// Decodes until the input ends or the consumer stops.
     func run() -> Outcome {

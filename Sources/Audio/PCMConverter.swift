@@ -24,17 +24,20 @@ public struct PCMConverter: Sendable {
         }
     }
 
+    /// Stores through the array's raw bytes with `storeBytes`, which is defined on memory bound
+    /// to UInt8; binding that memory to Int16/Int32 instead would be undefined behaviour.
     @inline(__always)
     private func interleave<T: FixedWidthInteger>(_: T.Type, _ plane: UnsafePointer<Int32>,
                                                   into raw: UnsafeMutableRawBufferPointer, channel c: Int,
                                                   of ch: Int, samples n: Int, shift: Int64, gain: Int64) {
-        let out = raw.bindMemory(to: T.self)
-        var o = c
+        let size = MemoryLayout<T>.size
+        var offset = c * size
+        let stride = ch * size
         for i in 0..<n {
             var v = Int64(plane[i]) << shift
             if gain != 65536 { v = (v * gain) >> 16 }
-            out[o] = T(clamping: v).littleEndian
-            o += ch
+            raw.storeBytes(of: T(clamping: v).littleEndian, toByteOffset: offset, as: T.self)
+            offset += stride
         }
     }
 }

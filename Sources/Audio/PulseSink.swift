@@ -27,11 +27,12 @@ public final class PulseSink {
     /// `requestMs`: the least free space the server waits for before it asks for more (the
     /// decoder writes pieces of that size). pa_simple asks for ADJUST_LATENCY, so PulseAudio runs
     /// the sink at (bufferMs − 2 × requestMs) / 2 = 200 ms when no other client asks for less.
-    /// Left to the server, requests came every 20 ms: 600/100 costs a tenth less than 400/default,
-    /// alone on the sink and beside a low-latency player; 400/100 cost more, the sink then running
+    /// Left to the server, requests come every 20 ms: 600/100 costs a tenth less than 400/default,
+    /// alone on the sink and beside a low-latency player; 400/100 costs more, the sink then running
     /// at 100 ms (BENCHMARKS.md). A pause still silences within one piece, because the decoder
     /// flushes the buffer.
-    init(format: AudioFormat, server: String?, sink: String?, bufferMs: Int = 600, requestMs: Int = 100) throws(SinkError) {
+    init(format: AudioFormat, server: String?, sink: String?, bufferMs: Int = StreamTuning.sinkBufferMs,
+         requestMs: Int = StreamTuning.pieceMs) throws(SinkError) {
         self.format = format
         pieceBytes = format.sinkBytes(milliseconds: requestMs)
         var spec = pa_sample_spec()

@@ -193,11 +193,10 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
     private let droppedCommands = Atomic<Int>(0)
 
-    /// On one of the stream player's threads.
-    public func streamPlayer(statusChanged status: StreamStatus) {
-        loop.submit(.streamStatus(status, sequence: streamSequence.add(1, ordering: .relaxed).newValue), whenFull: .always)
+    /// On one of the stream player's threads, under its lock: hand on, never wait.
+    public func streamPlayer(statusChanged status: StreamStatus, sequence: Int) {
+        loop.submit(.streamStatus(status, sequence: sequence), whenFull: .always)
     }
-    private let streamSequence = Atomic<Int>(0)
 
     /// On "mopidy-events".
     public func eventStreamConnected(url: String) {

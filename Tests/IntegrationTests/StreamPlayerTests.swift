@@ -6,7 +6,7 @@ import XCTest
 
 final class StatusLog: StreamPlayerDelegate {
     private let list = Mutex<[StreamStatus]>([])
-    func streamPlayer(statusChanged status: StreamStatus) { list.withLock { $0.append(status) } }
+    func streamPlayer(statusChanged status: StreamStatus, sequence: Int) { list.withLock { $0.append(status) } }
     var all: [StreamStatus] { list.withLock { $0 } }
 }
 

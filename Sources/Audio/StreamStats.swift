@@ -1,0 +1,57 @@
+import Support
+import Synchronization
+
+/// The player's figures, kept by the parts that see each happen (the transfer counts bytes, the
+/// input corrupt pages, the output samples and the delay, the network loop reconnects) under a
+/// lock of its own, so that no part needs the player's. Thread-safe.
+final class StreamStats: Sendable {
+    private let figures = Mutex(StreamFigures())
+
+    var snapshot: StreamFigures { figures.withLock { $0 } }
+
+    func received(bytes: Int) { figures.withLock { $0.bytesReceived += bytes } }
+
+    func decoded(samples: Int, format: AudioFormat) {
+        figures.withLock {
+            $0.samplesDecoded += samples
+            $0.format = format
+        }
+    }
+
+    /// A frame libFLAC could not decode, or an Ogg page whose checksum failed.
+    func lostSync() { figures.withLock { $0.lostSync += 1 } }
+
+    func joined(skippedMs: Int) { figures.withLock { $0.skippedAtJoinMs = skippedMs } }
+
+    func output(bufferedMs: Int, delayMs: Int) {
+        figures.withLock {
+            $0.bufferedMs = bufferedMs
+            $0.localDelayMs = delayMs
+        }
+    }
+
+    /// Nothing plays any more: nothing is buffered and nothing is late.
+    func outputStopped() { output(bufferedMs: 0, delayMs: 0) }
+
+    func note(error: String) { figures.withLock { $0.lastError = Log.scrub(error) } }
+
+    /// A connection ended and another will follow.
+    func connectionEnded(reason: String) {
+        let scrubbed = Log.scrub(reason)
+        figures.withLock {
+            $0.lastError = scrubbed
+            $0.reconnects += 1
+        }
+    }
+}
+
+/// The software volume (`volume = local`), set by the player and read by the output for every
+/// frame. Thread-safe.
+final class Gain: Sendable {
+    private let level = Mutex(1.0)
+
+    var value: Double {
+        get { level.withLock { $0 } }
+        set { level.withLock { $0 = min(1, max(0, newValue)) } }
+    }
+}

@@ -1,0 +1,77 @@
+/// Every timing and size of the stream path, each with what it trades. `StreamConfig` takes its
+/// per-instance defaults from here (tests shorten some); the rest is fixed.
+enum StreamTuning {
+    // MARK: Reconnecting
+
+    /// First wait after a transient failure, doubled per attempt: a quick return after a blip vs.
+    /// hammering a server that is restarting.
+    static let backoffInitialMs = 500
+    /// Longest wait between transient retries: how soon a long outage is noticed to be over vs.
+    /// requests to a server that is down.
+    static let backoffMaxMs = 30_000
+    /// Retry interval for what waiting will not fix (wrong password, not FLAC, untrusted
+    /// certificate): picks up a fixed server by itself vs. log lines and requests in vain.
+    static let slowRetryMs = 30_000
+    /// Least wait after HTTP 404: a mount that appears when its source connects vs. polling an
+    /// address that may be wrong.
+    static let noStreamRetryMinMs = 5000
+    /// A connection that played this long resets the backoff: a flaky server is retried quickly
+    /// again vs. a server that drops every connection after a few seconds being retried fast.
+    static let playedBeforeResetMs = 10_000
+
+    // MARK: Network
+
+    /// Less than 1 byte/s for this long ends the connection as stalled: an outage noticed sooner
+    /// vs. false alarms while a native mount's first bytes take seconds during silence.
+    static let stallSeconds = 8
+    /// TCP (and TLS) connect limit: a dead host noticed sooner vs. a slow network refused.
+    static let connectTimeoutMs = 5000
+    /// Bytes between the network and the decoder (about 3 s of 44.1 kHz FLAC): Icecast's whole
+    /// connect burst fits without blocking the transfer vs. memory held per connection.
+    static let ringBytes = 512 * 1024
+    /// How long the network thread waits, after the transfer ends, for the decoder to use up its
+    /// bytes before judging how the connection ended (a short HTML reply is "not FLAC"): a right
+    /// verdict on a slow decoder vs. how long a reconnect can be held up.
+    static let decoderWaitMs = 30_000
+
+    // MARK: Sniffing and joining
+
+    /// Bytes looked at to tell native from Ogg FLAC from anything else (kept in StreamSniffer,
+    /// which is fuzzed on its own): a surer verdict vs. waiting for more of a quiet native mount.
+    static let sniffBytes = StreamSniffer.wantedBytes
+    /// How long an inconclusive start may take to show its frames: a quiet native mount joined
+    /// mid-stream is recognised vs. how long a page that is not FLAC takes to be reported.
+    static let sniffWaitMs = 3000
+    /// Read size from the ring when splitting Ogg pages: fewer wake-ups vs. a page's arrival
+    /// time known more finely.
+    static let oggReadBytes = 16 * 1024
+    /// Newest decoded audio of Icecast's connect burst that is kept and played; the rest is
+    /// dropped: how far behind the house this computer plays vs. enough to ride out the gaps
+    /// between Ogg pages and network jitter and fill PulseSink's prebuffer (500 ms) at once.
+    static let joinKeepMs = 500
+    /// While joining, a read that waits this long for bytes means the burst is over: a quick
+    /// first sound vs. ending the join in a hiccup of the burst itself.
+    static let burstGapMs = 30
+    /// The join ends at the latest this long after the first byte, burst over or not: playing
+    /// soon on a server that never pauses its burst vs. dropping more of it.
+    static let joinCapMs = 5000
+
+    // MARK: Sound output
+
+    /// The sound server's buffer: riding out a busy CPU vs. how late local volume is heard
+    /// (a pause is not delayed by it: the sink is flushed).
+    static let sinkBufferMs = 600
+    /// One write to the sink, and how soon a cancelled connection stops writing: fewer wake-ups
+    /// vs. a quicker pause (BENCHMARKS.md measured 600/100 as the cheapest pair).
+    static let pieceMs = 100
+
+    // MARK: Heard delay
+
+    /// How fast (per ms of arrivals) the on-time origin creeps later, 200 ppm: a server clock up
+    /// to that much slower than ours is followed vs. the delay read that much short for as long
+    /// as no page comes on time.
+    static let originCreep = 0.0002
+    /// Weight of each new delay sample: steady against libpulse's interpolation and the 100 ms
+    /// pieces vs. how quickly a real change (an underrun) shows.
+    static let delaySmoothing = 0.2
+}

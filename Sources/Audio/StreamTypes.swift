@@ -1,0 +1,83 @@
+public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
+    case stopped
+    case connecting
+    case buffering
+    case playing
+    case paused
+    case reconnecting(inMs: Int, reason: String)
+    /// A problem that waiting will not fix by itself (wrong password, not FLAC, no such mount);
+    /// retried slowly all the same, in case the server is fixed.
+    case failed(reason: String, retryInMs: Int)
+
+    public var description: String {
+        switch self {
+        case .stopped: return "stopped"
+        case .connecting: return "connecting"
+        case .buffering: return "buffering"
+        case .playing: return "playing"
+        case .paused: return "paused"
+        case .reconnecting(let ms, let r): return "reconnecting in \(Double(ms) / 1000) s: \(r)"
+        case .failed(let r, let ms): return "failed: \(r) (retrying in \(ms / 1000) s)"
+        }
+    }
+
+    /// Why the connection ended and how long until the next one, for the two waiting statuses.
+    var retry: (reason: String, delayMs: Int)? {
+        switch self {
+        case .reconnecting(let ms, let r): return (r, ms)
+        case .failed(let r, let ms): return (r, ms)
+        default: return nil
+        }
+    }
+}
+
+/// What the player reports about itself.
+public struct StreamFigures: Sendable, Equatable {
+    public var format: AudioFormat? = nil
+    /// Decoded audio not yet heard: the join buffer plus the sound server's buffer.
+    public var bufferedMs = 0
+    /// Audio dropped from Icecast's connect burst to play close to live, at the last join.
+    public var skippedAtJoinMs = 0
+    public var bytesReceived = 0
+    public var samplesDecoded = 0
+    public var reconnects = 0
+    public var lostSync = 0
+    public var lastError: String? = nil
+    /// How far what is heard lags the stream's live edge as received: the sound server's buffer,
+    /// decoded audio not yet written to it, and the received bytes not yet decoded. 0 when not
+    /// playing. Updated with every write.
+    public var localDelayMs = 0
+    public init() {}
+}
+
+public protocol StreamPlayerDelegate: AnyObject, Sendable {
+    /// Called on whichever thread made the change (a control caller, "stream-http", "decoder")
+    /// while the player holds the lock that orders the changes, so calls come in the order the
+    /// changes happened, with `sequence` strictly increasing (a consumer that hands them on
+    /// across threads can drop one older than what it has). Must not block and must not call
+    /// back into the player: hand the work on and return.
+    func streamPlayer(statusChanged status: StreamStatus, sequence: Int)
+}
+
+public struct StreamConfig: Sendable, Equatable {
+    public var url: String
+    public var user: String?
+    public var password: String?
+    /// PulseAudio sink name; nil: PULSE_SINK or the server's default.
+    public var sink: String?
+    /// PulseAudio server; nil: PULSE_SERVER or the session's.
+    public var pulseServer: String? = nil
+    public var ringBytes = StreamTuning.ringBytes
+    /// Newest audio of Icecast's connect burst kept when joining (StreamTuning.joinKeepMs).
+    public var joinBufferMs = StreamTuning.joinKeepMs
+    public var stallSeconds = StreamTuning.stallSeconds
+    /// Wrong password, not FLAC, untrusted certificate: retried this slowly.
+    public var slowRetryMs = StreamTuning.slowRetryMs
+
+    public init(url: String, user: String? = nil, password: String? = nil, sink: String? = nil) {
+        self.url = url
+        self.user = user
+        self.password = password
+        self.sink = sink
+    }
+}
