@@ -51,53 +51,12 @@ extension BridgeState {
         return fx
     }
 
-    // MARK: - This computer's stream
-
-    /// While listening, the position is that of what is heard: it trails the house's by the
-    /// heard delay (`alignedDelayMs`). Otherwise it is the house's own.
-    private mutating func streamStatus(_ s: StreamStatus, _ m: Moment) {
-        server.localStream = s
-        switch s {
-        case .playing:
-            // Listening starts (again): from here on, the position is what is heard.
-            if !listening && server.state == .playing {
-                let delay = heardDelayMs(m)
-                anchorPosition(server.serverPositionMs(nowUs: m.nowUs).subtracting(saturating: delay), m)
-                alignedDelayMs = delay
-            }
-            listening = true
-        case .paused, .stopped, .failed:
-            // Listening stops: the house runs that much ahead of what was last heard, which stays
-            // shown.
-            if listening && server.state == .playing {
-                let heard = server.serverPositionMs(nowUs: m.nowUs)
-                anchorPosition(heard.adding(saturating: alignedDelayMs), m)
-                server.frozenPositionMs = heard
-            }
-            listening = false
-        case .connecting, .buffering, .reconnecting:
-            // On its way to be heard: no longer Stopped (Play, or OpenUri, was pressed).
-            server.stoppedHere = false
-        }
-    }
-
-    /// While nothing is heard here the published position stays where listening stopped.
-    private mutating func freezeOrRelease(_ m: Moment) {
-        if server.stoppedHere {
-            server.frozenPositionMs = 0  // Play starts from here until the music is heard
-        } else if server.hearing || server.state != .playing {
-            server.frozenPositionMs = nil
-        } else if server.frozenPositionMs == nil {
-            server.frozenPositionMs = server.serverPositionMs(nowUs: m.nowUs)
-        }
-    }
-
     // MARK: - Heard-now
 
     /// Track changes and server-side pauses are published when they are heard: held for the
     /// stream delay while this computer plays. A track change the user asked for through the
     /// bridge is published at once instead, so the key feels instant; the music follows.
-    private mutating func route(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
+    mutating func route(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
         guard e.isTimeline else { return apply(e, m, &fx) }
         var isStart = false
         if case .trackPlaybackStarted = e { isStart = true }
@@ -119,7 +78,7 @@ extension BridgeState {
     }
 
     /// Applies the held events that are due, each at the moment it became due.
-    private mutating func releaseDue(_ m: Moment, _ fx: inout [Effect]) {
+    mutating func releaseDue(_ m: Moment, _ fx: inout [Effect]) {
         while let first = held.first, first.dueMs <= m.nowMs {
             _ = held.popFirst()
             var at = m
@@ -133,7 +92,7 @@ extension BridgeState {
 
     // MARK: - Mopidy's events
 
-    private mutating func apply(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
+    mutating func apply(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
         switch e {
         case .trackPlaybackStarted(let tl):
             let before = server.current?.track.uri
@@ -177,7 +136,7 @@ extension BridgeState {
         }
     }
 
-    private mutating func anchorPosition(_ ms: Int, _ m: Moment) {
+    mutating func anchorPosition(_ ms: Int, _ m: Moment) {
         alignedDelayMs = applyingHeldMs
         server.positionMs = max(0, ms)
         server.positionAnchorUs = m.nowUs
@@ -186,7 +145,7 @@ extension BridgeState {
 
     // MARK: - Mopidy's replies
 
-    private mutating func reply(_ r: Reply, _ m: Moment, _ fx: inout [Effect]) {
+    mutating func reply(_ r: Reply, _ m: Moment, _ fx: inout [Effect]) {
         switch r {
         case .synced(let s):
             let before = server.current?.track.uri
@@ -231,20 +190,20 @@ extension BridgeState {
         }
     }
 
-    private mutating func resync(_ fx: inout [Effect]) {
+    mutating func resync(_ fx: inout [Effect]) {
         syncing = true
         fx.append(.call(.resync))
     }
 
     /// The fetch is over (or will not come): what arrived meanwhile applies on top, in order.
-    private mutating func endSync(_ m: Moment, _ fx: inout [Effect]) {
+    mutating func endSync(_ m: Moment, _ fx: inout [Effect]) {
         syncing = false
         let waiting = deferred
         deferred = []
         for e in waiting { route(e, m, &fx) }
     }
 
-    private mutating func refresh(_ r: Refresh, _ fx: inout [Effect]) {
+    mutating func refresh(_ r: Refresh, _ fx: inout [Effect]) {
         guard !refreshing.contains(r) else {
             refreshAgain.insert(r)
             return
@@ -253,124 +212,8 @@ extension BridgeState {
         fx.append(.call(r == .neighbours ? .refreshNeighbours : .refreshOptions))
     }
 
-    private mutating func refreshed(_ r: Refresh, _ fx: inout [Effect]) {
+    mutating func refreshed(_ r: Refresh, _ fx: inout [Effect]) {
         refreshing.remove(r)
         if refreshAgain.remove(r) != nil { refresh(r, &fx) }
-    }
-
-    // MARK: - Commands and configuration
-
-    private mutating func command(_ c: PlayerCommand, _ m: Moment, _ fx: inout [Effect]) {
-        let serverControl = !hasStream || config.control == .server
-        switch c {
-        case .play:
-            // Play always leads to music: the stream connects (unless it already plays or is on
-            // its way: Play while playing is no change), and a paused or stopped house is resumed
-            // or started.
-            if hasStream && !server.localActive { fx.append(.stream(.play)) }
-            if server.connected && server.state != .playing { call(server.state == .paused ? .resume : .play, &fx) }
-        case .pause:
-            if hasStream { fx.append(.stream(.pause)) }
-            if serverControl { call(.pause, &fx) }
-        case .stop:
-            // Stop means "stop listening here": Stopped at position 0, the track still shown;
-            // Play joins the live edge again.
-            if hasStream {
-                server.stoppedHere = true
-                fx.append(.stream(.stop))
-            }
-            if serverControl { call(.stop, &fx) }
-        case .next, .previous:
-            userChangedTrackAtMs = m.nowMs
-            call(c == .next ? .next : .previous, &fx)
-        case .setPosition(let us):
-            call(.seek(ms: Int(us / 1000)), &fx)
-        case .openURI(let uri):
-            userChangedTrackAtMs = m.nowMs
-            call(.open(uri: uri), &fx)
-            if hasStream { fx.append(.stream(.play)) }
-        case .setVolume(let v):
-            if config.volume == .local && hasStream {
-                fx.append(.stream(.volume(v)))
-                server.localVolume = v
-            } else {
-                call(.setVolume(Int((v * 100).rounded())), &fx)
-            }
-        case .setLoopStatus(let s): call(.setLoop(s), &fx)
-        case .setShuffle(let on): call(.setRandom(on), &fx)
-        case .raise: fx.append(.openWebInterface)
-        case .quit: fx.append(.quit)
-        }
-    }
-
-    /// A command's call to Mopidy: while it is unreachable, ignored with a log line; while too
-    /// many are unanswered, dropped with one; a newer volume or seek waits for the one under way
-    /// and replaces any other waiting.
-    private mutating func call(_ c: MopidyCall, _ fx: inout [Effect]) {
-        guard server.connected else {
-            fx.append(.log(.warning, "\(c.name): Mopidy is not connected; ignored"))
-            return
-        }
-        if let kind = c.latestWins, latestInFlight.contains(kind) {
-            latestWaiting[kind] = c
-            return
-        }
-        guard commandsInFlight < BridgeTuning.maxCommandsInFlight else {
-            fx.append(.log(.warning, "\(c.name): Mopidy has \(commandsInFlight) commands unanswered; dropped"))
-            return
-        }
-        commandsInFlight += 1
-        if let kind = c.latestWins { latestInFlight.insert(kind) }
-        fx.append(.call(c))
-    }
-
-    /// A command's call was answered (or failed): the next waiting one of its kind goes.
-    private mutating func answered(_ c: MopidyCall, _ fx: inout [Effect]) {
-        guard c.isCommand else { return }
-        commandsInFlight = max(0, commandsInFlight - 1)
-        guard let kind = c.latestWins else { return }
-        latestInFlight.remove(kind)
-        if let next = latestWaiting.removeValue(forKey: kind) { call(next, &fx) }
-    }
-
-    private mutating func reload(_ new: Config, _ fx: inout [Effect]) {
-        config = new
-        server.volumeMode = new.volume
-        // A change the stream sees reconnects it, and so does a reload while it is failed (the
-        // server may have been fixed); not, say, a new server_delay_ms while it plays.
-        if let url = new.effectiveStreamURL, let old = streamConfig {
-            let next = BridgeState.streamConfig(new, url: url)
-            var failed = false
-            if case .failed? = server.localStream { failed = true }
-            if next != old || failed {
-                streamConfig = next
-                fx.append(.stream(.configure(next)))
-            }
-        }
-        fx.append(.log(.info, "configuration reloaded: \(new)"))
-    }
-
-    // MARK: - Publishing
-
-    /// Publishes what changed, then `Seeked` if the position jumped: for a `seeked` event
-    /// whatever the size, otherwise (Previous restarting the track, a resync's correction,
-    /// listening resumed at the live edge) when the same track's position moved by more than
-    /// `BridgeTuning.seekedThresholdUs` against where consumers extrapolate it. Never on a track
-    /// change (the spec: a new track starts at its own position), nor into or out of Stopped.
-    private mutating func publish(_ m: Moment, _ fx: inout [Effect]) {
-        let p = server.playerState()
-        let sameTrack = p.metadata.trackID == published.metadata.trackID && p.metadata.trackID != TrackMetadata.noTrackID
-        let now = p.position(nowUs: m.nowUs)
-        // Stopped is at 0 by definition: going there, or on from there, is no jump.
-        let stopped = p.playbackStatus == .stopped || published.playbackStatus == .stopped
-        let jumped = sameTrack && !stopped
-            && abs(now.subtracting(saturating: published.position(nowUs: m.nowUs))) > BridgeTuning.seekedThresholdUs
-        let signal = (seekedEvent && sameTrack) || jumped
-        seekedEvent = false
-        if p != published {
-            published = p
-            fx.append(.publish(p))
-        }
-        if signal { fx.append(.seeked(positionUs: now)) }
     }
 }

@@ -1,0 +1,99 @@
+import Audio
+import MPRIS
+import Mopidy
+import Support
+
+/// What the user asks for through MPRIS, and the configuration.
+extension BridgeState {
+    // MARK: - Commands and configuration
+
+    mutating func command(_ c: PlayerCommand, _ m: Moment, _ fx: inout [Effect]) {
+        let serverControl = !hasStream || config.control == .server
+        switch c {
+        case .play:
+            // Play always leads to music: the stream connects (unless it already plays or is on
+            // its way: Play while playing is no change), and a paused or stopped house is resumed
+            // or started.
+            if hasStream && !server.localActive { fx.append(.stream(.play)) }
+            if server.connected && server.state != .playing { call(server.state == .paused ? .resume : .play, &fx) }
+        case .pause:
+            if hasStream { fx.append(.stream(.pause)) }
+            if serverControl { call(.pause, &fx) }
+        case .stop:
+            // Stop means "stop listening here": Stopped at position 0, the track still shown;
+            // Play joins the live edge again.
+            if hasStream {
+                server.stoppedHere = true
+                fx.append(.stream(.stop))
+            }
+            if serverControl { call(.stop, &fx) }
+        case .next, .previous:
+            userChangedTrackAtMs = m.nowMs
+            call(c == .next ? .next : .previous, &fx)
+        case .setPosition(let us):
+            call(.seek(ms: Int(us / 1000)), &fx)
+        case .openURI(let uri):
+            userChangedTrackAtMs = m.nowMs
+            call(.open(uri: uri), &fx)
+            if hasStream { fx.append(.stream(.play)) }
+        case .setVolume(let v):
+            if config.volume == .local && hasStream {
+                fx.append(.stream(.volume(v)))
+                server.localVolume = v
+            } else {
+                call(.setVolume(Int((v * 100).rounded())), &fx)
+            }
+        case .setLoopStatus(let s): call(.setLoop(s), &fx)
+        case .setShuffle(let on): call(.setRandom(on), &fx)
+        case .raise: fx.append(.openWebInterface)
+        case .quit: fx.append(.quit)
+        }
+    }
+
+    /// A command's call to Mopidy: while it is unreachable, ignored with a log line; while too
+    /// many are unanswered, dropped with one; a newer volume or seek waits for the one under way
+    /// and replaces any other waiting.
+    mutating func call(_ c: MopidyCall, _ fx: inout [Effect]) {
+        guard server.connected else {
+            fx.append(.log(.warning, "\(c.name): Mopidy is not connected; ignored"))
+            return
+        }
+        if let kind = c.latestWins, latestInFlight.contains(kind) {
+            latestWaiting[kind] = c
+            return
+        }
+        guard commandsInFlight < BridgeTuning.maxCommandsInFlight else {
+            fx.append(.log(.warning, "\(c.name): Mopidy has \(commandsInFlight) commands unanswered; dropped"))
+            return
+        }
+        commandsInFlight += 1
+        if let kind = c.latestWins { latestInFlight.insert(kind) }
+        fx.append(.call(c))
+    }
+
+    /// A command's call was answered (or failed): the next waiting one of its kind goes.
+    mutating func answered(_ c: MopidyCall, _ fx: inout [Effect]) {
+        guard c.isCommand else { return }
+        commandsInFlight = max(0, commandsInFlight - 1)
+        guard let kind = c.latestWins else { return }
+        latestInFlight.remove(kind)
+        if let next = latestWaiting.removeValue(forKey: kind) { call(next, &fx) }
+    }
+
+    mutating func reload(_ new: Config, _ fx: inout [Effect]) {
+        config = new
+        server.volumeMode = new.volume
+        // A change the stream sees reconnects it, and so does a reload while it is failed (the
+        // server may have been fixed); not, say, a new server_delay_ms while it plays.
+        if let url = new.effectiveStreamURL, let old = streamConfig {
+            let next = BridgeState.streamConfig(new, url: url)
+            var failed = false
+            if case .failed? = server.localStream { failed = true }
+            if next != old || failed {
+                streamConfig = next
+                fx.append(.stream(.configure(next)))
+            }
+        }
+        fx.append(.log(.info, "configuration reloaded: \(new)"))
+    }
+}
