@@ -28,6 +28,10 @@ let package = Package(
                           linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         // Decoder + conversion alone, for instruction counts under callgrind (not installed).
         .executableTarget(name: "groove-decode-bench", dependencies: ["Audio"]),
+        // The reducer and the MPRIS call handler under libFuzzer (scripts/fuzz builds it with
+        // -sanitize=fuzzer,address -DFUZZING); a normal build replays saved inputs. Not installed.
+        .executableTarget(name: "groove-bridge-fuzz", dependencies: ["Support", "DBus", "MPRIS", "Mopidy", "Audio", "Bridge"],
+                          path: "Fuzz/BridgeFuzz"),
 
         .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),
         .testTarget(name: "IntegrationTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),

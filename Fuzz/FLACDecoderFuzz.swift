@@ -3,8 +3,16 @@
 // in an error or silence, never a crash, a hang or a read outside libFLAC's buffers. Only our code
 // is instrumented (Debian's libFLAC is not), so coverage guides the callbacks and the conversion;
 // the seed corpus of real captures gives libFLAC real frames to be bit-flipped.
+//
+// Every input also starts one decoder whose libFLAC init fails: under AddressSanitizer, a decoder
+// freed twice on that path is a crash here.
+import CFLAC
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let refused = FLACDecoder(container: .native, read: { _ in .end }, frame: { _ in true }, corruption: {},
+                              initialise: { _ in FLAC__STREAM_DECODER_INIT_STATUS_INVALID_CALLBACKS })
+    precondition(refused == nil, "a decoder whose init failed was returned")
     let input = UnsafeBufferPointer(start: data, count: size)
     for container in [FLACDecoder.Container.native, .ogg] {
         var offset = 0

@@ -57,8 +57,10 @@ final class FLACDecoder {
     private let corruption: () -> Void
     private var consumerStopped = false
 
+    /// `initialise` stands in for libFLAC's own init in a test of the failure path (nil: libFLAC's).
     init?(container: Container, read: @escaping (UnsafeMutableRawBufferPointer) -> DecoderInput,
-          frame: @escaping (DecodedFrame) -> Bool, corruption: @escaping () -> Void)
+          frame: @escaping (DecodedFrame) -> Bool, corruption: @escaping () -> Void,
+          initialise: ((UnsafeMutablePointer<FLAC__StreamDecoder>) -> FLAC__StreamDecoderInitStatus)? = nil)
     {
         guard let d = FLAC__stream_decoder_new() else { return nil }
         decoder = d
@@ -71,6 +73,8 @@ final class FLACDecoder {
         let me = Unmanaged.passUnretained(self).toOpaque()
         let status: FLAC__StreamDecoderInitStatus
         switch container {
+        case _ where initialise != nil:
+            status = initialise!(d)
         case .native:
             status = FLAC__stream_decoder_init_stream(d, flacRead, nil, nil, nil, nil, flacWrite, nil, flacError, me)
         case .ogg:

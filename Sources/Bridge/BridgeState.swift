@@ -15,6 +15,10 @@ enum BridgeTuning {
     /// `Seeked`: larger than the drift of a resync or of a stream rejoin within a connection,
     /// smaller than any seek a user makes on purpose.
     static let seekedThresholdUs: Int64 = 1_000_000
+    /// No change is held longer than this, whatever the measures say: a stream seconds behind is
+    /// possible after stalls; a minute is a fault of the measure, and holding that long would
+    /// look like a hang.
+    static let maxHeardDelayMs = 60_000
     /// Commands sent to Mopidy and not yet answered; more are dropped with a log line. A user
     /// presses keys a few times a second; a hung server answers nothing for 5 s per call.
     static let maxCommandsInFlight = 16
@@ -210,7 +214,8 @@ public struct BridgeState: Sendable {
     /// own (`server_delay_ms`), while this computer plays; 0 otherwise (nothing to align to).
     public func heardDelayMs(_ m: Moment) -> Int {
         guard hasStream, config.heardSync, server.localStream == .playing else { return 0 }
-        return max(0, m.streamDelayMs).adding(saturating: config.serverDelayMs)
+        let bound = BridgeTuning.maxHeardDelayMs
+        return min(bound, max(0, m.streamDelayMs).adding(saturating: max(0, config.serverDelayMs)))
     }
 }
 

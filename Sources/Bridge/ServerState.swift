@@ -105,7 +105,9 @@ public struct ServerState: Equatable, Sendable {
         p.playbackStatus = status
         p.loopStatus = loopStatus
         p.shuffle = random
-        p.volume = volumeMode == .local ? localVolume : Double(volume ?? 100) / 100
+        // Whatever arrived, MPRIS's Volume is 0.0–1.0 here (Mopidy's mixer has no gain above 100).
+        let local = localVolume.isFinite ? min(1, max(0, localVolume)) : 1
+        p.volume = volumeMode == .local ? local : Double(min(100, max(0, volume ?? 100))) / 100
         // The position moves only while the music is heard; otherwise it stays where listening
         // stopped. Stopped is at 0.
         let ms = stoppedHere ? 0 : hearing ? positionMs : frozenPositionMs ?? positionMs

@@ -235,7 +235,8 @@ public struct ReceivedSignal: Sendable {
 // Client use: a connection that is not `start()`ed, driven by the calling thread.
 extension DBusConnection {
     /// Calls a method and waits for the reply. Only on a connection that was not started.
-    public func call(destination: String, path: String, interface: String, member: String,
+    /// `interface` nil sends the call without one (D-Bus allows it; the receiver looks the member up).
+    public func call(destination: String, path: String, interface: String?, member: String,
                      args: [DBusValue] = [], timeoutMs: Int32 = 5000) throws(DBusFailure) -> [DBusValue]
     {
         guard let msg = dbus_message_new_method_call(destination, path, interface, member) else {

@@ -1,4 +1,5 @@
 import DBus
+import Support
 
 public enum PlaybackStatus: String, Sendable {
     case playing = "Playing", paused = "Paused", stopped = "Stopped"
@@ -95,7 +96,7 @@ public struct PlayerState: Equatable, Sendable {
     /// past the track's end.
     public func position(nowUs: Int64) -> Int64 {
         var p = positionUs
-        if positionAdvancing { p += max(0, nowUs - positionAnchorUs) }
+        if positionAdvancing { p = p.adding(saturating: max(0, nowUs.subtracting(saturating: positionAnchorUs))) }
         if let len = metadata.lengthUs, len > 0 { p = min(p, len) }
         return max(0, p)
     }

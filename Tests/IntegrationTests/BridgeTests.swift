@@ -8,82 +8,7 @@ import XCTest
 
 /// The groove-bridge binary against the rig's Mopidy (Groove URL layout, through nginx), on the
 /// rig's bus, driven by playerctl.
-final class BridgeTests: XCTestCase {
-    var rig: Rig!
-    var daemon: Process!
-    var log = Pipe()
-    var client: DBusConnection!
-
-    static var binary: URL { Rig.projectRoot.appendingPathComponent(".build/debug/groove-bridge") }
-
-    var recorder: Recorder?
-    let configDir = FileManager.default.temporaryDirectory.appendingPathComponent("groove-bridge-cfg-\(getpid())")
-
-    override func setUpWithError() throws {
-        rig = try Rig.get()
-        client = try DBusConnection(address: rig.info.bus_address)
-        XCTAssertTrue(waitUntil(5) { client.owner(of: MPRISService.busName) == nil }, "a bridge is already on the bus")
-        try FileManager.default.createDirectory(at: configDir, withIntermediateDirectories: true)
-        try startDaemon()
-        XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" }, "bridge did not come up playing")
-    }
-
-    /// The environment a desktop session gives the bridge, with the password where the user
-    /// chose to put it (GROOVE_PASSWORD here).
-    var daemonEnvironment: [String: String] {
-        var env = rig.clientEnvironment
-        env["GROOVE_PASSWORD"] = rig.info.password
-        env["XDG_CONFIG_HOME"] = configDir.path
-        env["XDG_CACHE_HOME"] = configDir.appendingPathComponent("cache").path
-        return env
-    }
-
-    var defaultArguments: [String] {
-        ["--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url,
-         "--stream-url", rig.info.stream_url, "--sink", rig.info.sink, "--autoplay"]
-    }
-
-    func startDaemon(_ extra: [String] = [], environment: [String: String]? = nil) throws {
-        let p = Process()
-        p.executableURL = BridgeTests.binary
-        p.arguments = defaultArguments + extra
-        p.environment = environment ?? daemonEnvironment
-        log = Pipe()
-        p.standardError = log
-        p.standardOutput = log
-        try p.run()
-        daemon = p
-    }
-
-    override func tearDown() {
-        if let daemon, daemon.isRunning {
-            daemon.terminate()
-            daemon.waitUntilExit()
-        }
-        daemon = nil
-        recorder?.stop()
-        _ = try? rig.rpc("core.playback.play")
-        try? FileManager.default.removeItem(at: configDir)
-    }
-
-    /// Everything the daemon logged so far (after it exited, or the pipe is read to its end).
-    func daemonLog() -> String {
-        if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() }
-        return String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    }
-
-    @discardableResult
-    func playerctl(_ args: String...) throws -> String {
-        let r = try runCommand(["playerctl", "-p", "groove"] + args, env: rig.clientEnvironment, timeout: 10)
-        guard r.status == 0 else { throw Rig.RigError(message: "playerctl \(args): \(r.err)") }
-        return r.out.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    func mopidyTrack() throws -> [String: Any] {
-        let tl = try rig.rpc("core.playback.get_current_tl_track") as? [String: Any]
-        return tl?["track"] as? [String: Any] ?? [:]
-    }
-
+final class BridgeTests: DaemonTestCase {
     func testMetadataFollowsMopidyAndNextIsFast() throws {
         // Every track of the library once: titles, artists (two, non-ASCII), album, length.
         var seen = Set<String>()
@@ -164,10 +89,6 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(2) { (try? playerctl("loop")) == "Track" })
         try rig.rpc("core.tracklist.set_single", ["value": false])
         XCTAssertTrue(waitUntil(2) { (try? playerctl("loop")) == "Playlist" })
-    }
-
-    func expectedTone() throws -> Int {
-        try XCTUnwrap(rig.track(titled: try rig.currentTitle() ?? "")?.freq)
     }
 
     func testLocalPauseSilencesThisComputerButTheHousePlaysOn() throws {
@@ -291,24 +212,6 @@ final class BridgeTests: XCTestCase {
         XCTAssertTrue(waitUntil(5) { !daemon.isRunning }, "the bridge outlived its session bus")
         XCTAssertEqual(daemon.terminationStatus, 0)
         XCTAssertTrue(daemonLog().contains("the session bus went away; exiting"))
-    }
-
-    /// Calls GetAll every `everyMs` for `seconds` and returns the slowest round trip, µs.
-    func slowestGetAllUs(seconds: Double, everyMs: UInt32) throws -> Int64 {
-        var worst: Int64 = 0
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            let t0 = monotonicUs()
-            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
-                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
-            worst = max(worst, monotonicUs() - t0)
-            usleep(everyMs * 1000)
-        }
-        return worst
-    }
-
-    func status() -> String {
-        (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out) ?? ""
     }
 
     func testWrongPasswordFixedInTheConfigAndReloaded() throws {
@@ -605,7 +508,7 @@ final class BridgeTests: XCTestCase {
         // Still on the bus and answering; the stream (Icecast) may still play the last audio.
         XCTAssertNoThrow(try playerctl("status"))
         XCTAssertTrue(waitUntil(5) {
-            (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out)?
+            (try? runCommand([DaemonTestCase.binary.path, "status", "--json"], env: rig.clientEnvironment).out)?
                 .contains("\"events\":\"disconnected\"") ?? false
         }, "status does not say Mopidy is gone")
         try rig.start("mopidy")
@@ -618,12 +521,12 @@ final class BridgeTests: XCTestCase {
     func testPasswordStaysOutOfArgvLogsAndBus() throws {
         let pw = rig.info.password
         XCTAssertTrue(waitUntil(10) {
-            (try? runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment).out)?
+            (try? runCommand([DaemonTestCase.binary.path, "status", "--json"], env: rig.clientEnvironment).out)?
                 .contains("\"stream\":\"playing\"") ?? false
         }, "the stream did not start")
         let cmdline = try String(contentsOfFile: "/proc/\(daemon.processIdentifier)/cmdline", encoding: .utf8)
         XCTAssertFalse(cmdline.contains(pw), "password in argv")
-        let status = try runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment)
+        let status = try runCommand([DaemonTestCase.binary.path, "status", "--json"], env: rig.clientEnvironment)
         XCTAssertFalse(status.out.contains(pw), "password in status")
         XCTAssertTrue(status.out.contains("password=set"), status.out)
         let all = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
@@ -666,21 +569,21 @@ final class BridgeTests: XCTestCase {
 
     func testOnlyOneBridgePerUserAndTheCommandLineAnswers() throws {
         // A second start (e.g. autostart and systemd both) says so and exits 0, leaving the first.
-        let second = try runCommand([BridgeTests.binary.path] + defaultArguments, env: daemonEnvironment, timeout: 15)
+        let second = try runCommand([DaemonTestCase.binary.path] + defaultArguments, env: daemonEnvironment, timeout: 15)
         XCTAssertEqual(second.status, 0, second.err)
         XCTAssertTrue(second.err.contains("already owns org.mpris.MediaPlayer2.groove"), second.err)
         XCTAssertTrue(daemon.isRunning)
         XCTAssertEqual(try playerctl("status"), "Playing")
-        let help = try runCommand([BridgeTests.binary.path, "--help"])
+        let help = try runCommand([DaemonTestCase.binary.path, "--help"])
         XCTAssertEqual(help.status, 0)
         XCTAssertTrue(help.out.contains("Exit codes:") && help.out.contains("--stream-url"), help.out)
-        let version = try runCommand([BridgeTests.binary.path, "--version"])
+        let version = try runCommand([DaemonTestCase.binary.path, "--version"])
         XCTAssertEqual(version.status, 0)
         XCTAssertTrue(version.out.hasPrefix("groove-bridge "), version.out)
     }
 
     func testStatusCommandReportsTheServer() throws {
-        let r = try runCommand([BridgeTests.binary.path, "status", "--json"], env: rig.clientEnvironment)
+        let r = try runCommand([DaemonTestCase.binary.path, "status", "--json"], env: rig.clientEnvironment)
         XCTAssertEqual(r.status, 0, r.err)
         XCTAssertTrue(r.out.contains(rig.info.groove_rpc_url), r.out)
         XCTAssertTrue(r.out.contains("\"events\":\"connected\""), r.out)
@@ -705,7 +608,7 @@ final class ConfigurationErrorTests: XCTestCase {
         env["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=/nonexistent"
         env.removeValue(forKey: "GROOVE_PASSWORD")
         for (k, v) in extra { env[k] = v }
-        var argv = [BridgeTests.binary.path] + args
+        var argv = [DaemonTestCase.binary.path] + args
         if let config {
             let path = dir.appendingPathComponent("config").path
             try config.write(toFile: path, atomically: true, encoding: .utf8)

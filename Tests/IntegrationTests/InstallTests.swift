@@ -12,7 +12,7 @@ final class InstallTests: XCTestCase {
 
     func install(_ env: [String: String], uninstall: Bool = false) throws -> (Int32, String) {
         var e = ProcessInfo.processInfo.environment
-        e["GROOVE_BRIDGE_BINARY"] = BridgeTests.binary.path
+        e["GROOVE_BRIDGE_BINARY"] = DaemonTestCase.binary.path
         for (k, v) in env { e[k] = v }
         let r = try runCommand([Rig.projectRoot.appendingPathComponent("scripts/install").path] + (uninstall ? ["--uninstall"] : []),
                                env: e, timeout: 60)

@@ -1,0 +1,108 @@
+import DBus
+import Foundation
+import Mopidy
+import MPRIS
+import Support
+import Synchronization
+import XCTest
+
+/// A running groove-bridge binary against the rig's Mopidy (Groove URL layout, through nginx), on
+/// the rig's bus, playing into the rig's sink: the set-up and helpers of the tests that drive it.
+class DaemonTestCase: XCTestCase {
+    var rig: Rig!
+    var daemon: Process!
+    var log = Pipe()
+    var client: DBusConnection!
+
+    static var binary: URL { Rig.projectRoot.appendingPathComponent(".build/debug/groove-bridge") }
+
+    var recorder: Recorder?
+    let configDir = FileManager.default.temporaryDirectory.appendingPathComponent("groove-bridge-cfg-\(getpid())")
+
+    override func setUpWithError() throws {
+        rig = try Rig.get()
+        client = try DBusConnection(address: rig.info.bus_address)
+        XCTAssertTrue(waitUntil(5) { client.owner(of: MPRISService.busName) == nil }, "a bridge is already on the bus")
+        try FileManager.default.createDirectory(at: configDir, withIntermediateDirectories: true)
+        try startDaemon()
+        XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" }, "bridge did not come up playing")
+    }
+
+    /// The environment a desktop session gives the bridge, with the password where the user
+    /// chose to put it (GROOVE_PASSWORD here).
+    var daemonEnvironment: [String: String] {
+        var env = rig.clientEnvironment
+        env["GROOVE_PASSWORD"] = rig.info.password
+        env["XDG_CONFIG_HOME"] = configDir.path
+        env["XDG_CACHE_HOME"] = configDir.appendingPathComponent("cache").path
+        return env
+    }
+
+    var defaultArguments: [String] {
+        ["--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url,
+         "--stream-url", rig.info.stream_url, "--sink", rig.info.sink, "--autoplay"]
+    }
+
+    func startDaemon(_ extra: [String] = [], environment: [String: String]? = nil) throws {
+        let p = Process()
+        p.executableURL = DaemonTestCase.binary
+        p.arguments = defaultArguments + extra
+        p.environment = environment ?? daemonEnvironment
+        log = Pipe()
+        p.standardError = log
+        p.standardOutput = log
+        try p.run()
+        daemon = p
+    }
+
+    override func tearDown() {
+        if let daemon, daemon.isRunning {
+            daemon.terminate()
+            daemon.waitUntilExit()
+        }
+        daemon = nil
+        recorder?.stop()
+        _ = try? rig.rpc("core.playback.play")
+        try? FileManager.default.removeItem(at: configDir)
+    }
+
+    /// Everything the daemon logged so far (after it exited, or the pipe is read to its end).
+    func daemonLog() -> String {
+        if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() }
+        return String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    @discardableResult
+    func playerctl(_ args: String...) throws -> String {
+        let r = try runCommand(["playerctl", "-p", "groove"] + args, env: rig.clientEnvironment, timeout: 10)
+        guard r.status == 0 else { throw Rig.RigError(message: "playerctl \(args): \(r.err)") }
+        return r.out.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func mopidyTrack() throws -> [String: Any] {
+        let tl = try rig.rpc("core.playback.get_current_tl_track") as? [String: Any]
+        return tl?["track"] as? [String: Any] ?? [:]
+    }
+
+    func expectedTone() throws -> Int {
+        try XCTUnwrap(rig.track(titled: try rig.currentTitle() ?? "")?.freq)
+    }
+
+    /// Calls GetAll every `everyMs` for `seconds` and returns the slowest round trip, µs.
+    func slowestGetAllUs(seconds: Double, everyMs: UInt32) throws -> Int64 {
+        var worst: Int64 = 0
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            let t0 = monotonicUs()
+            _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
+                                interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])
+            worst = max(worst, monotonicUs() - t0)
+            usleep(everyMs * 1000)
+        }
+        return worst
+    }
+
+    func status() -> String {
+        (try? runCommand([DaemonTestCase.binary.path, "status", "--json"], env: rig.clientEnvironment).out) ?? ""
+    }
+}
