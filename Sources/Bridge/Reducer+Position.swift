@@ -10,6 +10,7 @@ extension BridgeState {
     /// While listening, the position is that of what is heard: it trails the house's by the
     /// heard delay (`alignedDelayMs`). Otherwise it is the house's own.
     mutating func streamStatus(_ s: StreamStatus, _ m: Moment) {
+        let wasActive = server.localActive
         server.localStream = s
         switch s {
         case .playing:
@@ -26,23 +27,28 @@ extension BridgeState {
             if listening && server.state == .playing {
                 let heard = server.serverPositionMs(nowUs: m.nowUs)
                 anchorPosition(heard.adding(saturating: alignedDelayMs), m)
-                server.frozenPositionMs = heard
+                server.frozen = .init(positionMs: heard, sinceUs: m.nowUs)
             }
             listening = false
         case .connecting, .buffering, .reconnecting:
-            // On its way to be heard: no longer Stopped (Play, or OpenUri, was pressed).
+            // On its way to be heard (Play, or OpenUri, was pressed): no longer Stopped, and
+            // Playing from here, so the shown position moves on from where it stood.
             server.stoppedHere = false
+            if !wasActive, var f = server.frozen {
+                f.sinceUs = m.nowUs
+                server.frozen = f
+            }
         }
     }
 
     /// While nothing is heard here the published position stays where listening stopped.
     mutating func freezeOrRelease(_ m: Moment) {
         if server.stoppedHere {
-            server.frozenPositionMs = 0  // Play starts from here until the music is heard
+            server.frozen = .init(positionMs: 0, sinceUs: m.nowUs)  // Play starts from 0
         } else if server.hearing || server.state != .playing {
-            server.frozenPositionMs = nil
-        } else if server.frozenPositionMs == nil {
-            server.frozenPositionMs = server.serverPositionMs(nowUs: m.nowUs)
+            server.frozen = nil
+        } else if server.frozen == nil {
+            server.frozen = .init(positionMs: server.serverPositionMs(nowUs: m.nowUs), sinceUs: m.nowUs)
         }
     }
 

@@ -140,7 +140,7 @@ extension BridgeState {
         alignedDelayMs = applyingHeldMs
         server.positionMs = max(0, ms)
         server.positionAnchorUs = m.nowUs
-        server.frozenPositionMs = nil  // frozen again at the new place if nothing is heard
+        server.frozen = nil  // frozen again at the new place if nothing is heard
     }
 
     // MARK: - Mopidy's replies

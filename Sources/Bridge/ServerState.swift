@@ -31,9 +31,16 @@ public struct ServerState: Equatable, Sendable {
     public var volumeMode: VolumeMode = .server
     /// Stop was pressed here (and Play not since): Stopped, position 0, whatever the house does.
     public var stoppedHere = false
-    /// The position shown while this computer does not play but the house does: where
-    /// listening stopped (what was last heard), not the house's running position.
-    public var frozenPositionMs: Int? = nil
+    /// The position shown while nothing is heard here but the house plays: where listening
+    /// stopped (what was last heard), not the house's running position. It stands still, except
+    /// from `sinceUs` while the stream is on its way (Playing, not yet heard), where consumers
+    /// extrapolate it.
+    public var frozen: Frozen? = nil
+
+    public struct Frozen: Equatable, Sendable {
+        public var positionMs: Int
+        public var sinceUs: Int64
+    }
 
     public init() {}
 
@@ -110,10 +117,17 @@ public struct ServerState: Equatable, Sendable {
         p.volume = volumeMode == .local ? local : Double(min(100, max(0, volume ?? 100))) / 100
         // The position moves only while the music is heard; otherwise it stays where listening
         // stopped. Stopped is at 0.
-        let ms = stoppedHere ? 0 : hearing ? positionMs : frozenPositionMs ?? positionMs
-        p.positionUs = Int64(ms).multiplied(saturating: 1000)
-        p.positionAnchorUs = positionAnchorUs
-        p.positionAdvancing = hearing
+        if stoppedHere {
+            p.positionUs = 0
+        } else if !hearing, let f = frozen {
+            p.positionUs = Int64(f.positionMs).multiplied(saturating: 1000)
+            p.positionAnchorUs = f.sinceUs
+            p.positionAdvancing = p.playbackStatus == .playing
+        } else {
+            p.positionUs = Int64(positionMs).multiplied(saturating: 1000)
+            p.positionAnchorUs = positionAnchorUs
+            p.positionAdvancing = hearing
+        }
         // While Mopidy is unreachable the last track stays only while its audio still plays.
         if let tl = current, connected || localStream == .playing {
             let t = tl.track

@@ -306,7 +306,8 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["stream play"], "Stopped until the stream is on its way")
         r.feed(.streamStatus(.connecting, sequence: 3))
         XCTAssertEqual(r.take(), ["PlaybackStatus=Playing"])
-        XCTAssertEqual(r.state.published.position(nowUs: 17_000_000), 0, "from 0 until heard")
+        XCTAssertEqual(r.state.published.position(nowUs: 17_000_000), 2_000_000,
+                       "Playing: on from 0, as consumers extrapolate it, until the music is heard")
         XCTAssertEqual(r.state.server.state, .playing, "the house never stopped")
         r.advance(toMs: 17_000)
         r.feed(.streamStatus(.playing, sequence: 4))

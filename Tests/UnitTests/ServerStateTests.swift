@@ -71,7 +71,7 @@ final class ServerStateTests: XCTestCase {
         s.positionMs = 1000
         s.positionAnchorUs = 0
         s.localStream = .paused
-        s.frozenPositionMs = 1500
+        s.frozen = .init(positionMs: 1500, sinceUs: 0)
         // The house's position goes on; what is published is where listening stopped.
         XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 1_500_000)
         XCTAssertFalse(s.playerState().positionAdvancing)
