@@ -37,10 +37,13 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
         (PlayerState(), PlayerState(), false))
     private let statusProvider: @Sendable () -> String
     public private(set) var ownedName = ""
+    /// The well-known name to take (`busName`; another in tests that need a second player).
+    private let name: String
 
     public init(connection: DBusConnection, controller: MPRISController, initial: PlayerState = PlayerState(),
-                status: @escaping @Sendable () -> String = { "{}" })
+                name: String = MPRISService.busName, status: @escaping @Sendable () -> String = { "{}" })
     {
+        self.name = name
         self.connection = connection
         self.controller = controller
         self.statusProvider = status
@@ -62,10 +65,10 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
         for parent in ["/", "/org", "/org/mpris"] {
             connection.register(path: parent, object: ParentNode(path: parent))
         }
-        var name = MPRISService.busName
+        var name = self.name
         if try connection.requestName(name) == .taken {
             guard allowInstance else { return nil }
-            let alt = "\(MPRISService.busName).instance\(getpid())"
+            let alt = "\(self.name).instance\(getpid())"
             Log.warning("\(name) is owned by another process; publishing as \(alt)")
             name = alt
             guard try connection.requestName(alt) == .primaryOwner else {

@@ -84,7 +84,7 @@ final class Rig: @unchecked Sendable {
     /// `scripts/setup` installs them all.
     static let requiredTools = ["python3", "dbus-daemon", "pulseaudio", "pactl", "parec", "icecast2",
                                 "mopidy", "gst-launch-1.0", "ffmpeg", "nginx", "sox", "metaflac",
-                                "playerctl", "gdbus", "dbus-send", "curl", "desktop-file-validate", "openssl"]
+                                "playerctl", "playerctld", "gdbus", "dbus-send", "curl", "desktop-file-validate", "openssl"]
 
     static func requireTools() throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
