@@ -23,6 +23,7 @@ Usage:
                                              {"cmd":"start","name":"icecast"}
                                              {"cmd":"signal","name":"icecast","signal":"STOP"}
                                              {"cmd":"rpc","method":"core.playback.next"}
+                                             {"cmd":"queue"}  (the library again, playing)
                                            and answer each with one JSON line. EOF on stdin, SIGTERM,
                                            SIGINT or the owner process dying stops every process.
   rig.py run [--dir DIR]                   the same, for a person: prints the endpoints, runs until
@@ -638,6 +639,7 @@ http {{
             "tls_rpc_url": f"https://{LOOPBACK}:{p['nginx_tls']}/api/mopidy/rpc",
             "tls_ws_url": f"wss://{LOOPBACK}:{p['nginx_tls']}/ws/mopidy",
             "ca_file": self.path("tls", "ca.pem"),
+            "playlists_dir": self.path("mopidy", "playlists"),
             "mopidy_rpc_url": f"{base}:{p['mopidy']}/mopidy/rpc",
             "mopidy_ws_url": f"ws://{LOOPBACK}:{p['mopidy']}/mopidy/ws",
             "bus_address": self.bus_address,
@@ -672,6 +674,10 @@ http {{
                 if cmd == "signal":
                     svc.signal(getattr(signal, "SIG" + req["signal"]))
                 return {"pid": svc.pid}
+        if cmd == "queue":
+            with self.lock:
+                self.queue_library()
+            return {}
         if cmd == "rpc":
             return self.rpc(req["method"], req.get("params"))
         raise ValueError(f"unknown command {cmd!r}")

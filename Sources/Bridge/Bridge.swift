@@ -107,6 +107,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             spawnDetached([opener, client.endpoints.httpBase + "/"])
         case .quit: onQuit()
         case .log(let level, let text): Log.write(level, text)
+        case .signal(let iface, let member, let args): service?.emit(iface, member, args)
         }
     }
 
@@ -141,6 +142,24 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         case .refreshOptions:
             return .options(repeatOn: try client.option("repeat"), single: try client.option("single"),
                             random: try client.option("random"))
+        case .refreshTracklist:
+            return .tracklist(try client.tracklistAroundCurrent(count: BridgeTuning.trackListLength + 1))
+        case .refreshPlaylists:
+            return .playlists(try client.playlists().map { PlaylistInfo(uri: $0.uri, name: $0.name) })
+        case .addTrack(let uri, let after, let play):
+            let position = try after.flatMap { tlid throws(MopidyError) in try client.index(tlid: tlid).map { $0 + 1 } } ?? 0
+            guard let added = try client.add(uris: [uri], at: position).first else {
+                throw MopidyError.badReply(url: client.endpoints.rpcURL, reason: "Mopidy added nothing for \(uri)")
+            }
+            if play { try client.play(tlid: added.tlid) }
+        case .removeTrack(let tlid): try client.remove(tlid: tlid)
+        case .goTo(let tlid): try client.play(tlid: tlid)
+        case .activatePlaylist(let uri):
+            let items = try client.playlistItems(uri: uri)
+            try client.clearTracklist()
+            let added = try client.add(uris: items, at: nil)
+            if let first = added.first { try client.play(tlid: first.tlid) }
+            return .activated(uri: uri, tlids: added.map(\.tlid))
         case .play: try client.play()
         case .resume: try client.resume()
         case .pause: try client.pause()

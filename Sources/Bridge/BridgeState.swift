@@ -1,4 +1,5 @@
 import Audio
+import DBus
 import MPRIS
 import Mopidy
 import Support
@@ -22,6 +23,12 @@ enum BridgeTuning {
     /// Commands sent to Mopidy and not yet answered; more are dropped with a log line. A user
     /// presses keys a few times a second; a hung server answers nothing for 5 s per call.
     static let maxCommandsInFlight = 16
+    /// TrackList's Tracks are at most this many (the spec: a short list around the current track,
+    /// not a browser of a long queue). Mopidy sends them in one reply of about 1 KB a track.
+    static let trackListLength = 100
+    /// Mopidy's changes to its tracklist come in bursts (clear, then add: one event each): they
+    /// are fetched this long after the first, once, so a replaced list is one TrackListReplaced.
+    static let trackListSettleMs = 50
 }
 
 /// When an input is reduced, as the runner saw it: the reducer reads no clock and no other
@@ -59,18 +66,22 @@ public enum Input: Sendable {
 
 /// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
 public enum MopidyCall: Equatable, Sendable {
-    case resync, refreshNeighbours, refreshOptions
+    case resync, refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists
     case play, resume, pause, stop, next, previous
     case seek(ms: Int)
     case setVolume(Int)
     case setLoop(LoopStatus)
     case setRandom(Bool)
     case open(uri: String)
+    case addTrack(uri: String, afterTlid: Int?, play: Bool)
+    case removeTrack(tlid: Int)
+    case goTo(tlid: Int)
+    case activatePlaylist(uri: String)
 
     /// Asked for by a user's command (not by the bridge's own bookkeeping).
     var isCommand: Bool {
         switch self {
-        case .resync, .refreshNeighbours, .refreshOptions: return false
+        case .resync, .refreshNeighbours, .refreshOptions, .refreshTracklist, .refreshPlaylists: return false
         default: return true
         }
     }
@@ -93,6 +104,12 @@ public enum MopidyCall: Equatable, Sendable {
         case .resync: return "resync"
         case .refreshNeighbours: return "tracklist"
         case .refreshOptions: return "options"
+        case .refreshTracklist: return "tracklist"
+        case .refreshPlaylists: return "playlists"
+        case .addTrack(let uri, _, _): return "add \(uri)"
+        case .removeTrack: return "remove"
+        case .goTo: return "go to"
+        case .activatePlaylist(let uri): return "activate \(uri)"
         case .play, .resume: return "play"
         case .pause: return "pause"
         case .stop: return "stop"
@@ -111,6 +128,11 @@ public enum Reply: Sendable {
     case synced(Snapshot)
     case neighbours(next: Int?, previous: Int?)
     case options(repeatOn: Bool, single: Bool, random: Bool)
+    /// The tracklist around the current track (see `ServerState.tracklist`).
+    case tracklist([TlTrack])
+    case playlists([PlaylistInfo])
+    /// A playlist replaced the tracklist with these tracks.
+    case activated(uri: String, tlids: [Int])
     case done(MopidyCall)
     case failed(MopidyCall, reason: String)
 }
@@ -151,6 +173,8 @@ public enum Effect: Equatable, Sendable {
     case openWebInterface
     case quit
     case log(Log.Level, String)
+    /// A signal of TrackList or Playlists.
+    case signal(interface: String, member: String, args: [DBusValue])
 }
 
 /// Everything the bridge knows and has published, as one value. Only `reduce` changes it.
@@ -170,6 +194,8 @@ public struct BridgeState: Sendable {
     var syncing = false
     var deferred: [MopidyEvent] = []
     var resyncAtMs: Int? = nil
+    /// When the tracklist is fetched, once its changes settled.
+    var tracklistAtMs: Int? = nil
     /// Refreshes under way, and those asked for again meanwhile (a burst collapses to one more).
     var refreshing: Set<Refresh> = [], refreshAgain: Set<Refresh> = []
     /// This computer has heard the stream since it last stopped listening.
@@ -188,7 +214,7 @@ public struct BridgeState: Sendable {
     public internal(set) var lastError: String? = nil
     public internal(set) var eventReconnects = 0
 
-    enum Refresh: Hashable { case neighbours, options }
+    enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
 
     public init(config: Config, canRaise: Bool) {
         self.config = config
@@ -207,7 +233,7 @@ public struct BridgeState: Sendable {
 
     /// When the runner should hand in `.due`: the next held event, or a resync to retry.
     public var nextDeadlineMs: Int? {
-        [held.first?.dueMs, resyncAtMs].compactMap { $0 }.min()
+        [held.first?.dueMs, resyncAtMs, tracklistAtMs].compactMap { $0 }.min()
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's

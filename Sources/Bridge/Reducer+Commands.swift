@@ -47,6 +47,18 @@ extension BridgeState {
         case .setShuffle(let on): call(.setRandom(on), &fx)
         case .raise: fx.append(.openWebInterface)
         case .quit: fx.append(.quit)
+        case .addTrack(let uri, let after, let play):
+            if play { userChangedTrackAtMs = m.nowMs }
+            call(.addTrack(uri: uri, afterTlid: after, play: play), &fx)
+        case .removeTrack(let tlid):
+            call(.removeTrack(tlid: tlid), &fx)
+        case .goTo(let tlid):
+            userChangedTrackAtMs = m.nowMs
+            call(.goTo(tlid: tlid), &fx)
+        case .activatePlaylist(let uri):
+            // With control = local too: replacing what the house plays is what was asked for.
+            userChangedTrackAtMs = m.nowMs
+            call(.activatePlaylist(uri: uri), &fx)
         }
     }
 

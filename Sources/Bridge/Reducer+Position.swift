@@ -69,10 +69,13 @@ extension BridgeState {
             && abs(now.subtracting(saturating: published.position(nowUs: m.nowUs))) > BridgeTuning.seekedThresholdUs
         let signal = (seekedEvent && sameTrack) || jumped
         seekedEvent = false
+        let lists = ListSignals.trackList(from: published.tracklist, to: p.tracklist).map { (MPRISInterface.trackList, $0) }
+            + ListSignals.playlists(from: published.playlists, to: p.playlists).map { (MPRISInterface.playlists, $0) }
         if p != published {
             published = p
             fx.append(.publish(p))
         }
         if signal { fx.append(.seeked(positionUs: now)) }
+        for (iface, s) in lists { fx.append(.signal(interface: iface, member: s.member, args: s.args)) }
     }
 }

@@ -45,6 +45,10 @@ extension BridgeState {
                 resyncAtMs = nil
                 if eventsConnected && !syncing { resync(&fx) }
             }
+            if let at = tracklistAtMs, at <= m.nowMs {
+                tracklistAtMs = nil
+                refresh(.tracklist, &fx)
+            }
         }
         freezeOrRelease(m)
         publish(m, &fx)
@@ -102,6 +106,7 @@ extension BridgeState {
             fx.append(.log(.info, "now playing: \(describe(tl.track))"))
             if tl.track.uri != before { fx.append(.fetchArt(tl.track)) }
             refresh(.neighbours, &fx)
+            settleTracklist(m)
         case .trackPlaybackPaused(_, let pos):
             server.state = .paused
             anchorPosition(pos, m)
@@ -124,6 +129,7 @@ extension BridgeState {
             refresh(.neighbours, &fx)
         case .tracklistChanged:
             refresh(.neighbours, &fx)
+            settleTracklist(m)
         case .streamTitleChanged(let title):
             // A late title for the previous track can arrive after the new track started: only
             // a title that differs from the track's own name replaces it, and it is dropped again
@@ -131,7 +137,9 @@ extension BridgeState {
             guard let cur = server.current, title != cur.track.name, !title.isEmpty else { break }
             let uri = cur.track.uri
             if uri.hasPrefix("http") || uri.hasPrefix("stream") || cur.track.name == nil { server.streamTitle = title }
-        case .muteChanged, .playlistsLoaded, .playlistChanged, .other:
+        case .playlistsLoaded, .playlistChanged:
+            refresh(.playlists, &fx)
+        case .muteChanged, .other:
             break
         }
     }
@@ -165,6 +173,8 @@ extension BridgeState {
             lastDueMs = 0
             fx.append(.log(.info, "Mopidy at \(s.rpcURL): \(describe(s.current?.track)) [\(s.state.rawValue)]"))
             if let tl = s.current, tl.track.uri != before || server.artURL == nil { fx.append(.fetchArt(tl.track)) }
+            refresh(.tracklist, &fx)
+            refresh(.playlists, &fx)
             endSync(m, &fx)
         case .neighbours(let next, let previous):
             server.nextTlid = next
@@ -173,6 +183,16 @@ extension BridgeState {
         case .options(let r, let single, let random):
             server.repeatOn = r; server.single = single; server.random = random
             refreshed(.options, &fx)
+        case .tracklist(let list):
+            server.tracklist = list
+            refreshed(.tracklist, &fx)
+        case .playlists(let list):
+            server.playlists = list
+            refreshed(.playlists, &fx)
+        case .activated(let uri, let tlids):
+            let playlist = server.playlists.first { $0.uri == uri } ?? PlaylistInfo(uri: uri, name: uri)
+            server.activated = .init(playlist: playlist, tlids: Set(tlids))
+            answered(.activatePlaylist(uri: uri), &fx)
         case .done(let c):
             answered(c, &fx)
         case .failed(let call, let reason):
@@ -185,9 +205,16 @@ extension BridgeState {
                 if eventsConnected { resyncAtMs = m.nowMs.adding(saturating: BridgeTuning.resyncRetryMs) }
             case .refreshNeighbours: refreshed(.neighbours, &fx)
             case .refreshOptions: refreshed(.options, &fx)
+            case .refreshTracklist: refreshed(.tracklist, &fx)
+            case .refreshPlaylists: refreshed(.playlists, &fx)
             default: break
             }
         }
+    }
+
+    /// The tracklist is fetched once its changes settled (see `BridgeTuning.trackListSettleMs`).
+    mutating func settleTracklist(_ m: Moment) {
+        if tracklistAtMs == nil { tracklistAtMs = m.nowMs.adding(saturating: BridgeTuning.trackListSettleMs) }
     }
 
     mutating func resync(_ fx: inout [Effect]) {
@@ -209,7 +236,12 @@ extension BridgeState {
             return
         }
         refreshing.insert(r)
-        fx.append(.call(r == .neighbours ? .refreshNeighbours : .refreshOptions))
+        switch r {
+        case .neighbours: fx.append(.call(.refreshNeighbours))
+        case .options: fx.append(.call(.refreshOptions))
+        case .tracklist: fx.append(.call(.refreshTracklist))
+        case .playlists: fx.append(.call(.refreshPlaylists))
+        }
     }
 
     mutating func refreshed(_ r: Refresh, _ fx: inout [Effect]) {

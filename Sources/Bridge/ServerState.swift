@@ -36,6 +36,18 @@ public struct ServerState: Equatable, Sendable {
     /// from `sinceUs` while the stream is on its way (Playing, not yet heard), where consumers
     /// extrapolate it.
     public var frozen: Frozen? = nil
+    /// Mopidy's tracklist around the current track: from the one before it (still heard here
+    /// while a change is held back) on, at most `BridgeTuning.trackListLength` + 1.
+    public var tracklist: [TlTrack] = []
+    public var playlists: [PlaylistInfo] = []
+    /// The playlist activated through the bridge, and the tracks it added: it is the active one
+    /// while one of those plays.
+    public var activated: Activated? = nil
+
+    public struct Activated: Equatable, Sendable {
+        public var playlist: PlaylistInfo
+        public var tlids: Set<Int>
+    }
 
     public struct Frozen: Equatable, Sendable {
         public var positionMs: Int
@@ -129,15 +141,21 @@ public struct ServerState: Equatable, Sendable {
             p.positionAdvancing = hearing
         }
         // While Mopidy is unreachable the last track stays only while its audio still plays.
-        if let tl = current, connected || localStream == .playing {
-            let t = tl.track
-            p.metadata = TrackMetadata(
-                trackID: TrackMetadata.trackID(tlid: tl.tlid),
-                lengthUs: t.lengthMs.map { Int64($0).multiplied(saturating: 1000) },
-                artURL: artURL, title: streamTitle ?? t.name, artists: t.artists, album: t.album,
-                albumArtists: t.albumArtists, trackNumber: t.trackNumber, discNumber: t.discNumber,
-                genres: t.genre.map { [$0] } ?? [], url: t.uri, date: t.date)
+        let shown = connected || localStream == .playing
+        if let tl = current, shown {
+            p.metadata = ServerState.metadata(tl, artURL: artURL, title: streamTitle)
         }
+        // TrackList: from the current track on (the spec: the tracks to be played), so
+        // mpris:trackid is always the first of Tracks.
+        if shown {
+            let from = current.flatMap { c in tracklist.firstIndex { $0.tlid == c.tlid } } ?? 0
+            p.tracklist = tracklist.dropFirst(from).prefix(BridgeTuning.trackListLength).map { tl in
+                tl.tlid == current?.tlid ? p.metadata : ServerState.metadata(tl, artURL: nil, title: nil)
+            }
+        }
+        p.canEditTracks = connected
+        p.playlists = playlists
+        if let a = activated, let c = current, a.tlids.contains(c.tlid) { p.activePlaylist = a.playlist }
         // With repeat on, Mopidy always has a next/previous track to go to.
         p.canGoNext = connected && (nextTlid != nil || (repeatOn && current != nil))
         p.canGoPrevious = connected && (previousTlid != nil || (repeatOn && current != nil))
@@ -147,5 +165,17 @@ public struct ServerState: Equatable, Sendable {
         p.canRaise = canRaise
         p.supportedUriSchemes = uriSchemes
         return p
+    }
+}
+
+extension ServerState {
+    static func metadata(_ tl: TlTrack, artURL: String?, title: String?) -> TrackMetadata {
+        let t = tl.track
+        return TrackMetadata(
+            trackID: TrackMetadata.trackID(tlid: tl.tlid),
+            lengthUs: t.lengthMs.map { Int64($0).multiplied(saturating: 1000) },
+            artURL: artURL, title: title ?? t.name, artists: t.artists, album: t.album,
+            albumArtists: t.albumArtists, trackNumber: t.trackNumber, discNumber: t.discNumber,
+            genres: t.genre.map { [$0] } ?? [], url: t.uri, date: t.date)
     }
 }

@@ -32,11 +32,14 @@ public struct MPRISCalls {
             return call.member == "Introspect" ? .values([.string(mprisIntrospectionXML)]) : unknownMethod(call)
         case MPRISInterface.root?: return root(call)
         case MPRISInterface.player?: return player(call)
+        case MPRISInterface.trackList?: return trackList(call)
+        case MPRISInterface.playlists?: return playlists(call)
         case MPRISService.statusInterface?:
             return call.member == "Status" ? .values([.string(status())]) : unknownMethod(call)
         case nil:
             // No interface given: D-Bus allows it; look the member up in ours.
-            for iface in [MPRISInterface.player, MPRISInterface.root, MPRISInterface.properties, MPRISInterface.introspectable] {
+            for iface in [MPRISInterface.player, MPRISInterface.root, MPRISInterface.trackList, MPRISInterface.playlists,
+                          MPRISInterface.properties, MPRISInterface.introspectable] {
                 let r = handle(MethodCall(path: call.path, interface: iface, member: call.member,
                                           sender: call.sender, signature: call.signature, args: call.args),
                                status: status)
@@ -120,18 +123,85 @@ public struct MPRISCalls {
             commands.append(.setPosition(us: pos))
         case "OpenUri":
             guard let uri = call.args.first?.stringValue else { break }
-            let scheme = uri.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
-            guard uri.contains(":"), s.supportedUriSchemes.contains(scheme) else {
-                return .invalidArgs("unsupported URI scheme '\(scheme)'; supported: \(s.supportedUriSchemes.joined(separator: ", "))")
-            }
+            if let refused = unsupported(uri) { return refused }
             commands.append(.openURI(uri))
         default: break
         }
         return .empty
     }
 
+    /// InvalidArgs for a URI whose scheme Mopidy does not serve; nil when it does.
+    private func unsupported(_ uri: String) -> MethodReply? {
+        let scheme = uri.split(separator: ":", maxSplits: 1).first.map(String.init) ?? ""
+        guard uri.contains(":"), state.supportedUriSchemes.contains(scheme) else {
+            return .invalidArgs("unsupported URI scheme '\(scheme.prefix(64))'; supported: \(state.supportedUriSchemes.joined(separator: ", "))")
+        }
+        return nil
+    }
+
+    /// The tracklist id of a track id that is in Tracks; nil for any other (the spec: an unknown
+    /// or stale id has no effect).
+    private func knownTlid(_ value: DBusValue?) -> Int? {
+        guard let id = value?.objectPathValue, state.tracklist.contains(where: { $0.trackID == id }) else { return nil }
+        return TrackMetadata.tlid(of: id)
+    }
+
+    private mutating func trackList(_ call: MethodCall) -> MethodReply {
+        let signatures = ["GetTracksMetadata": "ao", "AddTrack": "sob", "RemoveTrack": "o", "GoTo": "o"]
+        guard let signature = signatures[call.member] else { return unknownMethod(call) }
+        if let bad = expect(call, signature) { return bad }
+        switch call.member {
+        case "GetTracksMetadata":
+            guard case .array(_, let ids)? = call.args.first else { return .invalidArgs("GetTracksMetadata takes 'ao'") }
+            let wanted = ids.compactMap(\.objectPathValue)
+            let found = wanted.compactMap { id in state.tracklist.first { $0.trackID == id }?.dbusValue }
+            return .values([.array(element: "a{sv}", found)])
+        case "AddTrack":
+            guard state.canEditTracks, call.args.count == 3, let uri = call.args[0].stringValue,
+                  let after = call.args[1].objectPathValue, let play = call.args[2].boolValue else { break }
+            if let refused = unsupported(uri) { return refused }
+            if after == TrackMetadata.noTrackID {
+                commands.append(.addTrack(uri: uri, afterTlid: nil, play: play))
+            } else if let tlid = knownTlid(call.args[1]) {
+                commands.append(.addTrack(uri: uri, afterTlid: tlid, play: play))
+            }
+        case "RemoveTrack":
+            if state.canEditTracks, let tlid = knownTlid(call.args.first) { commands.append(.removeTrack(tlid: tlid)) }
+        default:  // GoTo
+            if let tlid = knownTlid(call.args.first) { commands.append(.goTo(tlid: tlid)) }
+        }
+        return .empty
+    }
+
+    private mutating func playlists(_ call: MethodCall) -> MethodReply {
+        switch call.member {
+        case "ActivatePlaylist":
+            if let bad = expect(call, "o") { return bad }
+            let id = call.args.first?.objectPathValue
+            if let p = state.playlists.first(where: { $0.id == id }) { commands.append(.activatePlaylist(uri: p.uri)) }
+            return .empty
+        case "GetPlaylists":
+            if let bad = expect(call, "uusb") { return bad }
+            guard call.args.count == 4, case .uint32(let index) = call.args[0], case .uint32(let max) = call.args[1],
+                  let orderName = call.args[2].stringValue, let reverse = call.args[3].boolValue else {
+                return .invalidArgs("GetPlaylists takes 'uusb'")
+            }
+            guard let order = PlaylistOrder(rawValue: orderName) else {
+                return .invalidArgs("ordering '\(orderName.prefix(64))' is not one of \(PlaylistOrder.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            var list = state.playlists
+            if order == .alphabetical { list.sort { $0.name.lowercased() < $1.name.lowercased() } }
+            if reverse { list.reverse() }
+            let start = min(Int(index), list.count)
+            let end = min(list.count, start + Int(max))
+            return .values([.array(element: "(oss)", list[start..<end].map(\.dbusValue))])
+        default:
+            return unknownMethod(call)
+        }
+    }
+
     private mutating func properties(_ call: MethodCall) -> MethodReply {
-                switch call.member {
+        switch call.member {
         case "Get":
             guard expect(call, "ss") == nil, let iface = call.args[0].stringValue, let name = call.args[1].stringValue else {
                 return expect(call, "ss") ?? .invalidArgs("Get takes two strings")

@@ -55,5 +55,44 @@ public let mprisIntrospectionXML = #"""
     <signal name="Seeked"><arg name="Position" type="x"/></signal>
 \#(MPRISProperty.introspection(MPRISProperty.player))
   </interface>
+  <interface name="org.mpris.MediaPlayer2.TrackList">
+    <method name="GetTracksMetadata">
+      <arg name="TrackIds" type="ao" direction="in"/>
+      <arg name="Metadata" type="aa{sv}" direction="out"/>
+    </method>
+    <method name="AddTrack">
+      <arg name="Uri" type="s" direction="in"/>
+      <arg name="AfterTrack" type="o" direction="in"/>
+      <arg name="SetAsCurrent" type="b" direction="in"/>
+    </method>
+    <method name="RemoveTrack"><arg name="TrackId" type="o" direction="in"/></method>
+    <method name="GoTo"><arg name="TrackId" type="o" direction="in"/></method>
+    <signal name="TrackListReplaced">
+      <arg name="Tracks" type="ao"/>
+      <arg name="CurrentTrack" type="o"/>
+    </signal>
+    <signal name="TrackAdded">
+      <arg name="Metadata" type="a{sv}"/>
+      <arg name="AfterTrack" type="o"/>
+    </signal>
+    <signal name="TrackRemoved"><arg name="TrackId" type="o"/></signal>
+    <signal name="TrackMetadataChanged">
+      <arg name="TrackId" type="o"/>
+      <arg name="Metadata" type="a{sv}"/>
+    </signal>
+\#(MPRISProperty.introspection(MPRISProperty.trackList))
+  </interface>
+  <interface name="org.mpris.MediaPlayer2.Playlists">
+    <method name="ActivatePlaylist"><arg name="PlaylistId" type="o" direction="in"/></method>
+    <method name="GetPlaylists">
+      <arg name="Index" type="u" direction="in"/>
+      <arg name="MaxCount" type="u" direction="in"/>
+      <arg name="Order" type="s" direction="in"/>
+      <arg name="ReverseOrder" type="b" direction="in"/>
+      <arg name="Playlists" type="a(oss)" direction="out"/>
+    </method>
+    <signal name="PlaylistChanged"><arg name="Playlist" type="(oss)"/></signal>
+\#(MPRISProperty.introspection(MPRISProperty.playlists))
+  </interface>
 </node>
 """#

@@ -15,6 +15,12 @@ public enum PlayerCommand: Equatable, Sendable {
     case setLoopStatus(LoopStatus)
     case setShuffle(Bool)
     case raise, quit
+    /// TrackList: `uri` after the track `afterTlid` (nil: at the start), then played if asked.
+    case addTrack(uri: String, afterTlid: Int?, play: Bool)
+    case removeTrack(tlid: Int)
+    case goTo(tlid: Int)
+    /// Playlists: the playlist with this URI replaces the tracklist and plays.
+    case activatePlaylist(uri: String)
 }
 
 /// Receives the commands. Called on the D-Bus thread: implementations hand the work on and
@@ -104,15 +110,24 @@ public final class MPRISService: DBusObject, @unchecked Sendable {
         }
     }
 
+    /// Emits a signal of one of our interfaces (TrackList's, Playlists'), after any pending
+    /// property changes.
+    public func emit(_ interface: String, _ member: String, _ args: [DBusValue]) {
+        connection.post { [self] conn in
+            flush()
+            conn.emitSignal(path: MPRISInterface.objectPath, interface: interface, member: member, args: args)
+        }
+    }
+
     private func flush() {
         let (old, new) = state.withLock { s -> (PlayerState, PlayerState) in
             defer { s.published = s.current; s.flushQueued = false }
             return (s.published, s.current)
         }
-        for (iface, changed) in new.changes(since: old) {
+        for (iface, changed, invalidated) in new.changes(since: old) {
             connection.emitSignal(path: MPRISInterface.objectPath, interface: MPRISInterface.properties,
                                   member: "PropertiesChanged",
-                                  args: [.string(iface), .vardict(changed), .strings([])])
+                                  args: [.string(iface), .vardict(changed), .strings(invalidated)])
         }
     }
 

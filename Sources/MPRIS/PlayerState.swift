@@ -86,7 +86,13 @@ public struct PlayerState: Equatable, Sendable {
     public var canPause = true
     public var canSeek = false
     public var canRaise = false
-    public var hasTrackList = false
+    public var hasTrackList = true
+    /// TrackList's tracks, from the current one on (their ids are `Tracks`).
+    public var tracklist: [TrackMetadata] = []
+    public var canEditTracks = false
+    public var playlists: [PlaylistInfo] = []
+    /// The playlist activated through the bridge while its tracks are what plays.
+    public var activePlaylist: PlaylistInfo? = nil
     public var supportedUriSchemes: [String] = []
     public var supportedMimeTypes: [String] = ["audio/flac", "audio/ogg", "audio/x-flac"]
 
@@ -102,3 +108,59 @@ public struct PlayerState: Equatable, Sendable {
     }
 }
 
+
+/// The orderings GetPlaylists honours, by the spec's values: Mopidy keeps its playlists in an
+/// order of its own (`User`) and each has a name (`Alphabetical`); it keeps no dates.
+public enum PlaylistOrder: String, CaseIterable, Sendable {
+    case alphabetical = "Alphabetical", user = "User"
+}
+
+/// A playlist as MPRIS shows it: `(oss)`, id, name and icon. The id is made from the playlist's
+/// URI, so it stays the same across restarts and renames.
+public struct PlaylistInfo: Equatable, Sendable {
+    public var id: ObjectPath
+    public var name: String
+    public var uri: String
+
+    public init(uri: String, name: String) {
+        self.uri = uri
+        self.name = name
+        id = PlaylistInfo.id(forURI: uri)
+    }
+
+    /// The "no playlist" value the spec asks for in ActivePlaylist: id "/".
+    static let invalid = PlaylistInfo(id: ObjectPath("/")!, name: "", uri: "")
+
+    private init(id: ObjectPath, name: String, uri: String) {
+        self.id = id; self.name = name; self.uri = uri
+    }
+
+    /// `/io/github/groovebridge/Playlist/<the URI in base32, without padding>` (object path
+    /// elements allow only [A-Za-z0-9_]).
+    public static func id(forURI uri: String) -> ObjectPath {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+        var out = "", acc: UInt32 = 0, bits = 0
+        for byte in uri.utf8 {
+            acc = acc << 8 | UInt32(byte)
+            bits += 8
+            while bits >= 5 {
+                bits -= 5
+                out.append(alphabet[Int(acc >> UInt32(bits) & 31)])
+            }
+            acc &= (1 << UInt32(bits)) - 1
+        }
+        if bits > 0 { out.append(alphabet[Int(acc << UInt32(5 - bits) & 31)]) }
+        return ObjectPath("/io/github/groovebridge/Playlist/" + (out.isEmpty ? "_" : out))!
+    }
+
+    var dbusValue: DBusValue { .structure([.objectPath(id), .string(name), .string("")]) }
+}
+
+extension TrackMetadata {
+    /// The Mopidy tracklist id in a track id of ours, or nil for any other path.
+    public static func tlid(of id: ObjectPath) -> Int? {
+        let prefix = "/io/github/groovebridge/Track/"
+        guard id.rawValue.hasPrefix(prefix) else { return nil }
+        return Int(id.rawValue.dropFirst(prefix.count))
+    }
+}

@@ -6,6 +6,8 @@ public enum MPRISInterface {
     public static let properties = "org.freedesktop.DBus.Properties"
     public static let introspectable = "org.freedesktop.DBus.Introspectable"
     public static let peer = "org.freedesktop.DBus.Peer"
+    public static let trackList = "org.mpris.MediaPlayer2.TrackList"
+    public static let playlists = "org.mpris.MediaPlayer2.Playlists"
     public static let objectPath = "/org/mpris/MediaPlayer2"
 }
 
@@ -17,14 +19,17 @@ public struct MPRISProperty: Sendable {
     /// D-Bus signature.
     public let type: String
     public let writable: Bool
-    /// False for the properties the spec marks `EmitsChangedSignal=false` (Position, which
+    /// How a change is signalled: with its value; as invalidated only (TrackList's Tracks, whose
+    /// changes the TrackAdded/Removed/Replaced signals describe); or never (Position, which
     /// clients extrapolate between `Seeked` signals, and CanControl, which never changes).
-    public let signalled: Bool
+    public let emits: Emits
+
+    public enum Emits: Sendable { case value, invalidates, never }
     let value: @Sendable (PlayerState, _ nowUs: Int64) -> DBusValue
 
-    init(_ name: String, _ type: String, writable: Bool = false, signalled: Bool = true,
+    init(_ name: String, _ type: String, writable: Bool = false, emits: Emits = .value,
          _ value: @escaping @Sendable (PlayerState, _ nowUs: Int64) -> DBusValue) {
-        self.name = name; self.type = type; self.writable = writable; self.signalled = signalled
+        self.name = name; self.type = type; self.writable = writable; self.emits = emits
         self.value = value
     }
 
@@ -54,7 +59,7 @@ public struct MPRISProperty: Sendable {
         .init("Shuffle", "b", writable: true) { s, _ in .bool(s.shuffle) },
         .init("Metadata", "a{sv}") { s, _ in s.metadata.dbusValue },
         .init("Volume", "d", writable: true) { s, _ in .double(s.volume) },
-        .init("Position", "x", signalled: false) { s, now in .int64(s.position(nowUs: now)) },
+        .init("Position", "x", emits: .never) { s, now in .int64(s.position(nowUs: now)) },
         .init("MinimumRate", "d") { _, _ in .double(1.0) },
         .init("MaximumRate", "d") { _, _ in .double(1.0) },
         .init("CanGoNext", "b") { s, _ in .bool(s.canGoNext) },
@@ -62,14 +67,34 @@ public struct MPRISProperty: Sendable {
         .init("CanPlay", "b") { s, _ in .bool(s.canPlay) },
         .init("CanPause", "b") { s, _ in .bool(s.canPause) },
         .init("CanSeek", "b") { s, _ in .bool(s.canSeek) },
-        .init("CanControl", "b", signalled: false) { _, _ in .bool(true) },
+        .init("CanControl", "b", emits: .never) { _, _ in .bool(true) },
     ]
+
+    /// org.mpris.MediaPlayer2.TrackList: the house queue from the current track on.
+    public static let trackList: [MPRISProperty] = [
+        .init("Tracks", "ao", emits: .invalidates) { s, _ in .array(element: "o", s.tracklist.map { .objectPath($0.trackID) }) },
+        .init("CanEditTracks", "b") { s, _ in .bool(s.canEditTracks) },
+    ]
+
+    /// org.mpris.MediaPlayer2.Playlists: Mopidy's playlists.
+    public static let playlists: [MPRISProperty] = [
+        .init("PlaylistCount", "u") { s, _ in .uint32(UInt32(clamping: s.playlists.count)) },
+        .init("Orderings", "as") { _, _ in .strings(PlaylistOrder.allCases.map(\.rawValue)) },
+        .init("ActivePlaylist", "(b(oss))") { s, _ in
+            .structure([.bool(s.activePlaylist != nil), (s.activePlaylist ?? .invalid).dbusValue])
+        },
+    ]
+
+    /// The interfaces with properties, in the order their changes are signalled.
+    static let interfaces = [MPRISInterface.root, MPRISInterface.player, MPRISInterface.trackList, MPRISInterface.playlists]
 
     /// The property table of an interface of ours, or nil.
     public static func table(of interface: String) -> [MPRISProperty]? {
         switch interface {
         case MPRISInterface.root: return root
         case MPRISInterface.player: return player
+        case MPRISInterface.trackList: return trackList
+        case MPRISInterface.playlists: return playlists
         default: return nil
         }
     }
@@ -78,9 +103,14 @@ public struct MPRISProperty: Sendable {
     static func introspection(_ table: [MPRISProperty]) -> String {
         table.map { p in
             let head = "    <property name=\"\(p.name)\" type=\"\(p.type)\" access=\"\(p.writable ? "readwrite" : "read")\""
-            guard !p.signalled else { return head + "/>" }
+            let annotation: String
+            switch p.emits {
+            case .value: return head + "/>"
+            case .invalidates: annotation = "invalidates"
+            case .never: annotation = "false"
+            }
             return head + ">\n"
-                + "      <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"false\"/>\n"
+                + "      <annotation name=\"org.freedesktop.DBus.Property.EmitsChangedSignal\" value=\"\(annotation)\"/>\n"
                 + "    </property>"
         }.joined(separator: "\n")
     }
@@ -93,15 +123,19 @@ extension PlayerState {
         MPRISProperty.table(of: interface).map { $0.map { ($0.name, $0.value(self, nowUs)) } }
     }
 
-    /// What changed from `old` to `self`, per interface, leaving out the unsignalled properties.
-    public func changes(since old: PlayerState) -> [(interface: String, changed: [(String, DBusValue)])] {
-        var out: [(String, [(String, DBusValue)])] = []
-        for iface in [MPRISInterface.root, MPRISInterface.player] {
-            let changed = MPRISProperty.table(of: iface)!.filter(\.signalled).compactMap { p -> (String, DBusValue)? in
+    /// What changed from `old` to `self`, per interface: the changed values, and the names of
+    /// those signalled as invalidated only; the unsignalled properties left out.
+    public func changes(since old: PlayerState)
+        -> [(interface: String, changed: [(String, DBusValue)], invalidated: [String])] {
+        var out: [(String, [(String, DBusValue)], [String])] = []
+        for iface in MPRISProperty.interfaces {
+            var changed: [(String, DBusValue)] = [], invalidated: [String] = []
+            for p in MPRISProperty.table(of: iface)! where p.emits != .never {
                 let v = p.value(self, 0)
-                return v == p.value(old, 0) ? nil : (p.name, v)
+                guard v != p.value(old, 0) else { continue }
+                if p.emits == .value { changed.append((p.name, v)) } else { invalidated.append(p.name) }
             }
-            if !changed.isEmpty { out.append((iface, changed)) }
+            if !changed.isEmpty || !invalidated.isEmpty { out.append((iface, changed, invalidated)) }
         }
         return out
     }

@@ -18,6 +18,8 @@ final class Rig: @unchecked Sendable {
         let tls_rpc_url: String
         let tls_ws_url: String
         let ca_file: String
+        /// Mopidy's m3u playlists folder.
+        let playlists_dir: String
         let groove_rpc_url: String
         let groove_ws_url: String
         let mopidy_rpc_url: String

@@ -50,10 +50,11 @@ final class MPRISStateTests: XCTestCase {
         XCTAssertEqual(file.trimmingCharacters(in: .newlines), mprisIntrospectionXML.trimmingCharacters(in: .newlines))
         // Every property the state publishes is declared, and only those.
         let declared = Set(file.split(separator: "<property name=\"").dropFirst().map { String($0.prefix { $0 != "\"" }) })
-        let published = Set((MPRISProperty.root + MPRISProperty.player).map(\.name))
+        let published = Set((MPRISProperty.root + MPRISProperty.player + MPRISProperty.trackList
+                             + MPRISProperty.playlists).map(\.name))
         XCTAssertEqual(declared, published)
         // Each value has the type its table declares.
-        for iface in [MPRISInterface.root, MPRISInterface.player] {
+        for iface in MPRISProperty.interfaces {
             for (name, value) in PlayerState().properties(of: iface, nowUs: 0)! {
                 XCTAssertEqual(value.signature, MPRISProperty.table(of: iface)!.first { $0.name == name }!.type, name)
             }

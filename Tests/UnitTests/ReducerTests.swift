@@ -20,6 +20,8 @@ final class ReducerTests: XCTestCase {
         var nowMs = 10_000
         var streamDelayMs = 1000
         var trace: [String] = []
+        /// Whether the trace shows TrackList/Playlists fetches and signals (their own tests).
+        var lists = false
 
         init(config: Config = Rig.config, listening: Bool = true) {
             state = BridgeState(config: config, canRaise: false)
@@ -48,17 +50,21 @@ final class ReducerTests: XCTestCase {
             for e in state.reduce(input, at: moment) {
                 switch e {
                 case .publish(let p):
-                    let changed = p.changes(since: last).flatMap(\.changed).map { "\($0.0)=\(Rig.short($0.1))" }
+                    let changes = p.changes(since: last)
+                    let changed = changes.flatMap(\.changed).map { "\($0.0)=\(Rig.short($0.1))" }
+                        + changes.flatMap(\.invalidated).map { "\($0)~" }
                     trace.append(changed.isEmpty ? "position \(p.position(nowUs: moment.nowUs) / 1000) ms" : changed.joined(separator: " "))
                     last = p
                 case .seeked(let us): trace.append("Seeked \(us / 1000) ms")
-                case .call(let c): trace.append("call \(c)")
+                case .call(let c):
+                    if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
                 case .stream(let c): trace.append("stream \(c)")
                 case .fetchArt(let t): trace.append("art \(t.name ?? "")")
                 case .notify(let t, _): trace.append("notify \(t.name ?? "")")
                 case .openWebInterface: trace.append("browser")
                 case .quit: trace.append("quit")
                 case .log(let level, let text): if level <= .warning { trace.append("log \(text)") }
+                case .signal(_, let member, let args): if lists { trace.append("\(member) \(Rig.short(args))") }
                 }
             }
         }
@@ -77,12 +83,25 @@ final class ReducerTests: XCTestCase {
             return trace
         }
 
+        /// Signal arguments in a trace: track ids by their tlid, playlists by name.
+        static func short(_ args: [DBusValue]) -> String {
+            args.map { a -> String in
+                switch a {
+                case .objectPath(let p): return TrackMetadata.tlid(of: p).map(String.init) ?? (p == TrackMetadata.noTrackID ? "start" : p.rawValue)
+                case .array(_, let items): return "[" + short(items) + "]"
+                case .structure(let items): return items.count > 1 ? short(items[1]) : ""
+                default: return short(a)
+                }
+            }.joined(separator: " ")
+        }
+
         /// A property value in a trace: Metadata by its title.
         static func short(_ v: DBusValue) -> String {
             switch v {
             case .string(let s): return s
             case .bool(let b): return "\(b)"
             case .double(let d): return "\(d)"
+            case .uint32(let u): return "\(u)"
             case .dict(_, _, let entries):
                 for (k, v) in entries where k.stringValue == "xesam:title" { return short(v.variantValue ?? v) }
                 return ""
@@ -166,7 +185,7 @@ final class ReducerTests: XCTestCase {
     func testServerGoingAwayAndComingBack() {
         var r = Rig(listening: false)
         r.feed(.eventsDisconnected(reason: "Mopidy at x is unreachable"))
-        XCTAssertEqual(r.take(), ["PlaybackStatus=Stopped Metadata= CanGoNext=false CanGoPrevious=false CanSeek=false"])
+        XCTAssertEqual(r.take(), ["PlaybackStatus=Stopped Metadata= CanGoNext=false CanGoPrevious=false CanSeek=false CanEditTracks=false"])
         r.feed(.command(.next))
         XCTAssertEqual(r.take(), ["log next: Mopidy is not connected; ignored"])
         r.feed(.eventsConnected)
@@ -179,7 +198,7 @@ final class ReducerTests: XCTestCase {
         s.repeatOn = true
         r.feed(.reply(.synced(s)))
         XCTAssertEqual(r.take(), ["art Two", "art Three", "call refreshNeighbours",
-                                  "PlaybackStatus=Paused Metadata=Three Volume=0.8 CanGoNext=true CanGoPrevious=true CanSeek=true"])
+                                  "PlaybackStatus=Paused Metadata=Three Volume=0.8 CanGoNext=true CanGoPrevious=true CanSeek=true CanEditTracks=true"])
     }
 
     func testFailedResyncIsRetriedWhileEventsFlow() {
