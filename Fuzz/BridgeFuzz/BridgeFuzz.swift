@@ -93,11 +93,16 @@ struct Choices {
     mutating func call() -> MopidyCall {
         pick([.resync, .refreshNeighbours, .refreshOptions, .play, .resume, .pause, .stop, .next, .previous,
               .seek(ms: int()), .setVolume(int()), .setLoop(pick([.none, .track, .playlist])), .setRandom(bool()),
-              .open(uri: string())])
+              .open(uri: string()), .refreshTracklist, .refreshPlaylists,
+              .addTrack(uri: string(), afterTlid: bool() ? nil : int(), play: bool()), .removeTrack(tlid: int()),
+              .goTo(tlid: int()), .activatePlaylist(uri: string())])
     }
 
     mutating func reply() -> Reply {
-        switch byte() % 5 {
+        switch byte() % 8 {
+        case 5: return .tracklist((0..<Int(byte() % 8)).compactMap { _ in track() })
+        case 6: return .playlists((0..<Int(byte() % 4)).map { _ in PlaylistInfo(uri: string(), name: string()) })
+        case 7: return .activated(uri: string(), tlids: [int(), Int(byte() % 4)])
         case 0:
             var s = Snapshot(rpcURL: string(), current: track(), state: state(), positionMs: int(), volume: bool() ? nil : int())
             s.repeatOn = bool(); s.single = bool(); s.random = bool()
@@ -140,21 +145,25 @@ struct Choices {
         case 5: return .variant(value())
         case 6: return .int32(Int32(truncatingIfNeeded: int()))
         case 7: return .uint64(UInt64(truncatingIfNeeded: int()))
-        case 8: return .strings([string()])
+        case 8: return pick([.strings([string()]), .uint32(UInt32(truncatingIfNeeded: int())),
+                             .array(element: "o", [.objectPath(TrackMetadata.trackID(tlid: Int(byte() % 4)))])])
         default: return .vardict([(string(), .variant(.string(string())))])
         }
     }
 
     mutating func methodCall() -> MethodCall {
-        let iface = pick([MPRISInterface.player, MPRISInterface.root, MPRISInterface.properties,
+        let iface = pick([MPRISInterface.player, MPRISInterface.root, MPRISInterface.properties, MPRISInterface.trackList,
+                          MPRISInterface.playlists,
                           MPRISInterface.introspectable, MPRISInterface.peer, "io.github.GrooveBridge1", "x.y"])
         let member = pick(["Play", "Pause", "PlayPause", "Stop", "Next", "Previous", "Seek", "SetPosition", "OpenUri",
-                           "Raise", "Quit", "Get", "GetAll", "Set", "Introspect", "Status", "Nope"])
+                           "Raise", "Quit", "Get", "GetAll", "Set", "Introspect", "Status", "Nope", "GetTracksMetadata",
+                           "AddTrack", "RemoveTrack", "GoTo", "ActivatePlaylist", "GetPlaylists"])
         var args: [DBusValue] = []
         switch member {
         case "Get", "GetAll", "Set":
-            args = [.string(pick([MPRISInterface.player, MPRISInterface.root, string()])),
-                    .string(pick((MPRISProperty.player + MPRISProperty.root).map(\.name) + ["Nope"])), .variant(value())]
+            args = [.string(pick([MPRISInterface.player, MPRISInterface.root, MPRISInterface.trackList, MPRISInterface.playlists, string()])),
+                    .string(pick((MPRISProperty.player + MPRISProperty.root + MPRISProperty.trackList + MPRISProperty.playlists)
+                        .map(\.name) + ["Nope"])), .variant(value())]
             args = Array(args.prefix(Int(byte() % 4)))
         default:
             for _ in 0..<Int(byte() % 3) { args.append(value()) }
@@ -169,7 +178,7 @@ func check(_ p: PlayerState, nowUs: Int64) {
     precondition(pos >= 0, "negative Position \(pos)")
     if let len = p.metadata.lengthUs, len > 0 { precondition(pos <= len, "Position \(pos) past the length \(len)") }
     precondition(p.volume.isFinite && (0...1).contains(p.volume), "Volume \(p.volume)")
-    for iface in [MPRISInterface.root, MPRISInterface.player] {
+    for iface in [MPRISInterface.root, MPRISInterface.player, MPRISInterface.trackList, MPRISInterface.playlists] {
         for (name, value) in p.properties(of: iface, nowUs: nowUs)! {
             let declared = MPRISProperty.table(of: iface)!.first { $0.name == name }!.type
             precondition(value.signature == declared, "\(name) is \(value.signature), declared \(declared)")
@@ -212,6 +221,7 @@ func run(_ bytes: [UInt8]) {
         for input in inputs {
             for effect in state.reduce(input, at: moment) {
                 if case .publish(let p) = effect { _ = p.metadata.dbusValue }
+                if case .signal(_, _, let args) = effect { _ = args.map(\.signature) }
             }
             check(state.published, nowUs: nowUs)
         }
@@ -220,6 +230,12 @@ func run(_ bytes: [UInt8]) {
             let at = Int64(max(d, moment.nowMs)).multiplied(saturating: 1000)
             _ = state.reduce(.due, at: Moment(nowUs: at, streamDelayMs: moment.streamDelayMs))
             if let next = state.nextDeadlineMs { precondition(next > max(d, moment.nowMs), "deadline \(next) did not move on from \(d)") }
+        }
+        let tracks = state.published.tracklist
+        precondition(tracks.count <= 100, "Tracks has \(tracks.count)")
+        if let first = tracks.first, state.published.metadata.trackID != TrackMetadata.noTrackID {
+            precondition(first.trackID == state.published.metadata.trackID || !tracks.contains { $0.trackID == state.published.metadata.trackID },
+                         "mpris:trackid is in Tracks but not first")
         }
     }
 }
