@@ -1,4 +1,5 @@
 import Audio
+import DBus
 import MPRIS
 import Mopidy
 import Support
@@ -147,11 +148,13 @@ public struct ServerState: Equatable, Sendable {
         }
         // TrackList: from the current track on (the spec: the tracks to be played), so
         // mpris:trackid is always the first of Tracks.
+        // Ids are unique in Tracks (the spec), whatever the server sent.
         if shown {
-            let from = current.flatMap { c in tracklist.firstIndex { $0.tlid == c.tlid } } ?? 0
-            p.tracklist = tracklist.dropFirst(from).prefix(BridgeTuning.trackListLength).map { tl in
-                tl.tlid == current?.tlid ? p.metadata : ServerState.metadata(tl, artURL: nil, title: nil)
-            }
+            let currentID = p.metadata.trackID
+            var seen = Set<ObjectPath>()
+            let all = tracklist.map { ServerState.metadata($0, artURL: nil, title: nil) }.filter { seen.insert($0.trackID).inserted }
+            let from = all.firstIndex { $0.trackID == currentID } ?? 0
+            p.tracklist = all.dropFirst(from).prefix(BridgeTuning.trackListLength).map { $0.trackID == currentID ? p.metadata : $0 }
         }
         p.canEditTracks = connected
         p.playlists = playlists
