@@ -153,7 +153,7 @@ public final class ArtCache: Sendable {
             }
         }
         closedir(dir)
-        var total = files.reduce(0) { $0 + $1.size }
+        var total = files.reduce(0) { $0.adding(saturating: $1.size) }
         for f in files.sorted(by: { $0.mtime < $1.mtime }) where total > limitBytes {
             if unlink(f.path) == 0 { total -= f.size }
         }

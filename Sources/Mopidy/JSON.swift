@@ -19,21 +19,22 @@ public enum JSON: Equatable, Sendable {
         return nil
     }
 
-    /// A whole number, also from a string such as "42" (some backends send numbers as strings).
+    /// A whole number that a JSON number states exactly, else nil: a string such as "42" is not
+    /// a number here (what it would stand for is unchecked text), nor a fraction, nor a magnitude
+    /// of 2^53 or more, beyond which a double no longer holds every integer (RFC 8259 §6).
+    /// Callers still check the range they can use (`ServerRange`).
     public var int: Int? {
-        switch self {
-        case .number(let d) where d.isFinite && d == d.rounded() && abs(d) < 9.0e15: return Int(d)
-        case .string(let s): return Int(s.trimmingCharacters(in: " "))
-        default: return nil
-        }
+        guard case .number(let d) = self, d.isFinite, abs(d) < JSON.exactIntegerLimit else { return nil }
+        return Int(exactly: d)
     }
 
+    /// 2^53: every integer below it in magnitude is a double exactly.
+    public static let exactIntegerLimit = 9_007_199_254_740_992.0
+
+    /// A finite JSON number; nil for anything else, a string included.
     public var double: Double? {
-        switch self {
-        case .number(let d) where d.isFinite: return d
-        case .string(let s): return Double(s)
-        default: return nil
-        }
+        if case .number(let d) = self, d.isFinite { return d }
+        return nil
     }
 
     public var bool: Bool? {
@@ -47,12 +48,6 @@ public enum JSON: Equatable, Sendable {
     }
 
     public var isNull: Bool { self == .null }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in set: Character) -> String {
-        String(drop(while: { $0 == set }).reversed().drop(while: { $0 == set }).reversed())
-    }
 }
 
 public struct JSONError: Error, CustomStringConvertible, Equatable, Sendable {

@@ -142,11 +142,13 @@ public final class MopidyClient: Sendable {
     }
 
     public func timePositionMs() throws(MopidyError) -> Int {
-        max(0, try call("core.playback.get_time_position").int ?? 0)
+        Optional(try call("core.playback.get_time_position")).clampedInt(ServerRange.positionMs, "get_time_position's result") ?? 0
     }
 
     /// 0–100, nil when Mopidy has no mixer.
-    public func volume() throws(MopidyError) -> Int? { try call("core.mixer.get_volume").int }
+    public func volume() throws(MopidyError) -> Int? {
+        Optional(try call("core.mixer.get_volume")).clampedInt(ServerRange.volume, "get_volume's result")
+    }
 
     public func setVolume(_ v: Int) throws(MopidyError) {
         try call("core.mixer.set_volume", ["volume": .number(Double(min(100, max(0, v))))])
@@ -172,9 +174,13 @@ public final class MopidyClient: Sendable {
         try call("core.playback.seek", ["time_position": .number(Double(max(0, ms)))])
     }
 
-    public func nextTlid() throws(MopidyError) -> Int? { try call("core.tracklist.get_next_tlid").int }
-    public func previousTlid() throws(MopidyError) -> Int? { try call("core.tracklist.get_previous_tlid").int }
-    public func eotTlid() throws(MopidyError) -> Int? { try call("core.tracklist.get_eot_tlid").int }
+    public func nextTlid() throws(MopidyError) -> Int? { try tlid("core.tracklist.get_next_tlid") }
+    public func previousTlid() throws(MopidyError) -> Int? { try tlid("core.tracklist.get_previous_tlid") }
+    public func eotTlid() throws(MopidyError) -> Int? { try tlid("core.tracklist.get_eot_tlid") }
+
+    private func tlid(_ method: String) throws(MopidyError) -> Int? {
+        Optional(try call(method)).intWithin(ServerRange.tlid, "\(method)'s result")
+    }
 
     public func option(_ name: String) throws(MopidyError) -> Bool {
         try call("core.tracklist.get_\(name)").bool ?? false
@@ -191,11 +197,6 @@ public final class MopidyClient: Sendable {
 
     /// Images for one URI, largest first.
     public func images(for uri: String) throws(MopidyError) -> [Image] {
-        let r = try call("core.library.get_images", ["uris": .array([.string(uri)])])
-        let list = (r[uri]?.array ?? []).compactMap { j -> Image? in
-            guard let u = j["uri"]?.string, !u.isEmpty else { return nil }
-            return Image(uri: u, width: j["width"]?.int, height: j["height"]?.int)
-        }
-        return list.sorted { ($0.width ?? 0) * ($0.height ?? 0) > ($1.width ?? 0) * ($1.height ?? 0) }
+        Image.list(try call("core.library.get_images", ["uris": .array([.string(uri)])]), for: uri)
     }
 }

@@ -1,4 +1,5 @@
 import CCurl
+import Support
 import Synchronization
 
 /// The answer to an HTTP request: status, content type and body (bounded by the caller's limit).
@@ -123,10 +124,11 @@ struct BodySink {
 }
 
 private let bodyWriteCallback: gb_curl_data_cb = { ptr, size, count, user in
-    let n = size * count
+    // libcurl's sizes, saturated: a product or sum that wrapped would pass the limit check.
+    let n = size.multiplied(saturating: count)
     guard let user, let ptr else { return 0 }
     let box = Unmanaged<CallbackBox<BodySink>>.fromOpaque(user).takeUnretainedValue()
-    if box.value.bytes.count + n > box.value.limit {
+    if box.value.bytes.count.adding(saturating: n) > box.value.limit {
         box.value.overflow = true
         return 0  // makes libcurl abort the transfer with CURLE_WRITE_ERROR
     }
