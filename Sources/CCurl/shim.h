@@ -33,6 +33,9 @@ static inline CURLcode gb_curl_getinfo_long(CURL *h, CURLINFO i, long *v) {
 static inline CURLcode gb_curl_getinfo_string(CURL *h, CURLINFO i, char **v) {
   return curl_easy_getinfo(h, i, v);
 }
+static inline CURLcode gb_curl_getinfo_offset(CURL *h, CURLINFO i, curl_off_t *v) {
+  return curl_easy_getinfo(h, i, v);
+}
 static inline CURLcode gb_curl_getinfo_socket(CURL *h, curl_socket_t *v) {
   return curl_easy_getinfo(h, CURLINFO_ACTIVESOCKET, v);
 }

@@ -57,19 +57,50 @@ public struct JSONError: Error, CustomStringConvertible, Equatable, Sendable {
 }
 
 extension JSON {
-    /// Parses one JSON text (RFC 8259). Rejects invalid UTF-8, trailing garbage and nesting
-    /// deeper than `maxDepth`.
-    public static func parse(_ bytes: [UInt8], maxDepth: Int = 64) throws(JSONError) -> JSON {
-        var p = JSONParser(bytes: bytes, maxDepth: maxDepth)
-        p.skipSpace()
-        let v = try p.value(depth: 0)
-        p.skipSpace()
-        if p.i != bytes.count { throw p.error("unexpected data after the value") }
-        return v
+    /// Parses one JSON text (RFC 8259). Rejects invalid UTF-8, trailing garbage, nesting deeper
+    /// than `maxDepth`, and a text whose tree would take more than `maxTreeBytes` of memory (an
+    /// estimate kept as the tree is built, `JSONParser.Cost`): a tree takes 4× (real tracks) to
+    /// 23× (`[{"a":0},…]`) the bytes of its text, so a size limit on the text alone does not bound
+    /// it. An array keeps its first `maxArrayElements` elements: the rest are checked as
+    /// strictly but never built, for a reader that uses only the start of a long list.
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = 64, maxTreeBytes: Int = defaultMaxTreeBytes,
+                             maxArrayElements: Int = .max) throws(JSONError) -> JSON
+    {
+        let r = bytes.withUnsafeBufferPointer { buf in
+            parse(buf, maxDepth: maxDepth, maxTreeBytes: maxTreeBytes, maxArrayElements: maxArrayElements)
+        }
+        return try r.get()
     }
 
-    public static func parse(_ text: String) throws(JSONError) -> JSON {
-        try parse(Array(text.utf8))
+    /// The same, reading the string's own UTF-8 in place (no copy of a message of megabytes).
+    public static func parse(_ text: String, maxDepth: Int = 64, maxTreeBytes: Int = defaultMaxTreeBytes,
+                             maxArrayElements: Int = .max) throws(JSONError) -> JSON
+    {
+        let r = text.utf8.withContiguousStorageIfAvailable { buf in
+            parse(buf, maxDepth: maxDepth, maxTreeBytes: maxTreeBytes, maxArrayElements: maxArrayElements)
+        }
+        if let r { return try r.get() }
+        return try parse(Array(text.utf8), maxDepth: maxDepth, maxTreeBytes: maxTreeBytes,
+                         maxArrayElements: maxArrayElements)
+    }
+
+    /// What a tree may take unless the caller says otherwise.
+    public static let defaultMaxTreeBytes = 16 << 20
+
+    private static func parse(_ bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int, maxTreeBytes: Int,
+                              maxArrayElements: Int) -> Result<JSON, JSONError>
+    {
+        var p = JSONParser(bytes: bytes, maxDepth: maxDepth, maxTreeBytes: maxTreeBytes,
+                           maxArrayElements: maxArrayElements)
+        do throws(JSONError) {
+            p.skipSpace()
+            let v = try p.value(depth: 0)
+            p.skipSpace()
+            if p.i != bytes.count { throw p.error("unexpected data after the value") }
+            return .success(v)
+        } catch {
+            return .failure(error)
+        }
     }
 
     /// Compact serialization; object keys sorted so output is stable.

@@ -138,7 +138,11 @@ extension MopidyEvent {
     /// those too, for calls made over it).
     public static func decode(_ text: String) throws(EventDecodingError) -> MopidyEvent? {
         let json: JSON
-        do throws(JSONError) { json = try JSON.parse(text) } catch { throw .notJSON(error) }
+        do throws(JSONError) {
+            json = try JSON.parse(text, maxTreeBytes: MopidyLimits.treeBytes, maxArrayElements: MopidyLimits.listElements)
+        } catch {
+            throw .notJSON(error)
+        }
         return try decode(json)
     }
 

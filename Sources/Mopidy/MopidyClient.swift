@@ -1,4 +1,5 @@
 import Net
+import Support
 import Synchronization
 
 public enum MopidyError: Error, CustomStringConvertible, Sendable {
@@ -81,7 +82,8 @@ public final class MopidyClient: Sendable {
     /// Sends later calls to `endpoints` (the layout that answered, when a host was given alone).
     public func use(_ endpoints: MopidyEndpoints) { current.withLock { $0 = endpoints } }
 
-    /// Calls `method` with named `params` and returns its `result`.
+    /// Calls `method` with named `params` and returns its `result`, of which a list holds at most
+    /// its first `MopidyLimits.listElements` elements.
     @discardableResult
     public func call(_ method: String, _ params: [String: JSON] = [:]) throws(MopidyError) -> JSON {
         let id = ids.next()
@@ -93,16 +95,22 @@ public final class MopidyClient: Sendable {
             // Mopidy's CSRF protection requires this exact content type on RPC POSTs.
             response = try http.post(url, body: Array(request.serialized().utf8),
                                      headers: ["Content-Type: application/json", "Accept: application/json"],
-                                     limit: 16 << 20)
+                                     limit: MopidyLimits.messageBytes)
         } catch {
-            if case .tooLarge = error { throw .badReply(url: url, reason: error.description) }
+            if case .tooLarge(_, let limit) = error {
+                throw .badReply(url: url, reason: "the reply to \(method) is larger than \(byteCount(limit)), "
+                                + "the limit for one Mopidy reply")
+            }
             throw .unreachable(url: url, reason: "\(error)")
         }
         guard response.status == 200 else {
             throw .httpStatus(url: url, status: response.status, snippet: MopidyClient.snippet(response.body))
         }
         let reply: JSON
-        do throws(JSONError) { reply = try JSON.parse(response.body) } catch {
+        do throws(JSONError) {
+            reply = try JSON.parse(response.body, maxTreeBytes: MopidyLimits.treeBytes,
+                                   maxArrayElements: MopidyLimits.listElements)
+        } catch {
             let kind = response.contentType.map { " (Content-Type \($0))" } ?? ""
             throw .badReply(url: url, reason: "\(error)\(kind): \(MopidyClient.snippet(response.body))")
         }
@@ -189,7 +197,8 @@ public final class MopidyClient: Sendable {
         try call("core.tracklist.set_\(name)", ["value": .bool(value)])
     }
 
-    /// Adds URIs to the tracklist and returns the new tl_tracks.
+    /// Adds URIs to the tracklist and returns the new tl_tracks (the first
+    /// `MopidyLimits.listElements` of them).
     public func add(uris: [String]) throws(MopidyError) -> [TlTrack] {
         let r = try call("core.tracklist.add", ["uris": .array(uris.map(JSON.string))])
         return (r.array ?? []).compactMap(TlTrack.init(json:))

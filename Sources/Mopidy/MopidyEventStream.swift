@@ -32,13 +32,13 @@ public final class MopidyEventStream: Sendable {
         var connection: WebSocketConnection? = nil
     }
 
-    public convenience init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+    public convenience init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = MopidyLimits.messageBytes,
                             connectTimeoutMs: Int = 5000)
     {
         self.init(urls: [url], delegate: delegate, messageLimit: messageLimit, connectTimeoutMs: connectTimeoutMs)
     }
 
-    public init(urls: [String], delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+    public init(urls: [String], delegate: MopidyEventStreamDelegate, messageLimit: Int = MopidyLimits.messageBytes,
                 connectTimeoutMs: Int = 5000)
     {
         precondition(!urls.isEmpty, "MopidyEventStream needs a URL")
@@ -115,8 +115,12 @@ public final class MopidyEventStream: Sendable {
         while true {
             let message: WebSocketMessage
             do throws(WebSocketError) { message = try conn.receive() } catch {
-                if case .interrupted = error { return ("disconnected on request", delivered) }
-                return (error.description, delivered)
+                switch error {
+                case .interrupted: return ("disconnected on request", delivered)
+                case .protocolViolation(let url, .messageTooLarge(let limit)):
+                    return ("\(url) sent a message larger than \(byteCount(limit)), the limit for one Mopidy message", delivered)
+                default: return (error.description, delivered)
+                }
             }
             guard case .text(let text) = message else {
                 Log.debug("events: ignoring a binary message from \(conn.url)")

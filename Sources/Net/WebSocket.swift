@@ -43,7 +43,7 @@ public final class WebSocketConnection: @unchecked Sendable {
 
     /// Connects and completes the upgrade handshake within `timeoutMs`.
     /// `origin` is sent only when given (Mopidy refuses foreign origins; none is fine).
-    public init(url: String, timeoutMs: Int = 5000, messageLimit: Int = 16 << 20,
+    public init(url: String, timeoutMs: Int = 5000, messageLimit: Int,
                 origin: String? = nil) throws(WebSocketError)
     {
         let shown = redactedURL(url)

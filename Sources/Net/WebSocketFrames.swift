@@ -71,9 +71,23 @@ public struct WebSocketFrameReader: Sendable {
     public mutating func next() throws(WebSocketProtocolError) -> WebSocketMessage? {
         while true {
             guard let frame = try parseFrame() else { return nil }
-            if let message = try assemble(frame) { return message }
+            if let message = try assemble(frame) {
+                releaseConsumedBuffer()
+                return message
+            }
         }
     }
+
+    /// Once every byte held is returned, a buffer grown for a large message is let go: it would
+    /// otherwise stay allocated at that size for the life of the connection.
+    private mutating func releaseConsumedBuffer() {
+        guard start == buffer.count, buffer.capacity > 1 << 16 else { return }
+        buffer = []
+        start = 0
+    }
+
+    /// Bytes the reader holds allocated now (for tests of its memory).
+    public var capacity: Int { buffer.capacity + fragments.capacity }
 
     private struct Frame {
         let fin: Bool
