@@ -15,3 +15,7 @@ int gb_thread_id(void) { return (int)gettid(); }
 
 #include <sys/eventfd.h>
 int gb_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+#include <errno.h>
+#include <sys/prctl.h>
+int gb_forbid_core_dumps(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : errno; }

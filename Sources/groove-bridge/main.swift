@@ -145,6 +145,9 @@ func runStatus(json: Bool) -> Never {
     }
 }
 
+// Before anything reads the password: no core dump or ptrace of a process that holds it.
+if let why = forbidCoreDumps() { Log.warning("core dumps stay allowed: \(why)") }
+
 let options = parseCommandLine(Array(CommandLine.arguments.dropFirst()))
 if options.status { runStatus(json: options.json) }
 

@@ -6,3 +6,7 @@ void gb_set_thread_name(const char *name);
 int gb_thread_id(void);
 /// A non-blocking, close-on-exec eventfd (sys/eventfd.h is not in Swift's Glibc module).
 int gb_eventfd(void);
+/// prctl(PR_SET_DUMPABLE, 0): no core dump of this process (it holds the stream password) and no
+/// ptrace attach by other processes of the same user. prctl is variadic, which Swift cannot
+/// call. Returns 0, or the errno.
+int gb_forbid_core_dumps(void);

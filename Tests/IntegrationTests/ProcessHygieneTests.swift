@@ -1,0 +1,46 @@
+import Foundation
+import XCTest
+
+/// The groove-bridge binary as the system sees it: core dumps, its children, its files. No rig:
+/// each test starts the bridge with what it needs (a private bus, a script as a child).
+final class ProcessHygieneTests: XCTestCase {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("groove-hygiene-\(getpid())")
+
+    override func setUpWithError() throws {
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() { try? FileManager.default.removeItem(at: dir) }
+
+    /// An environment without a session bus or a configuration file: the bridge reads its flags,
+    /// runs its password command and stops at the bus.
+    var busless: [String: String] {
+        ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "XDG_CONFIG_HOME": "/nonexistent",
+         "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent"]
+    }
+
+    /// Undumpable, the kernel gives the process's /proc files to root rather than to its user:
+    /// seen from outside while the bridge, run as nobody, waits for its password command.
+    func testTheBridgeIsUndumpable() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", BridgeTests.binary.path,
+                       "--host", "127.0.0.1", "--password-command", "sleep 3; echo pw"]
+        p.environment = busless
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer { if p.isRunning { p.terminate() }; p.waitUntilExit() }
+        let status = "/proc/\(p.processIdentifier)/status"
+        // setpriv execs the bridge in the same process: wait until it is the bridge that runs.
+        XCTAssertTrue(waitUntil(5) {
+            ((try? String(contentsOfFile: "/proc/\(p.processIdentifier)/comm", encoding: .utf8)) ?? "").hasPrefix("groove-bridge")
+                && ((try? String(contentsOfFile: status, encoding: .utf8)) ?? "").contains("Uid:\t65534")
+        }, "the bridge did not start as nobody")
+        func owner() -> Int? {
+            ((try? FileManager.default.attributesOfItem(atPath: status))?[.ownerAccountID] as? NSNumber)?.intValue
+        }
+        // It marks itself first thing; the password command takes 3 s.
+        XCTAssertTrue(waitUntil(2) { owner() == 0 }, "/proc/PID stays nobody's (\(owner() ?? -1)): the process is dumpable")
+        XCTAssertTrue(p.isRunning)
+    }
+}
