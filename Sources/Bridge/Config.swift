@@ -125,23 +125,29 @@ public enum ConfigLoader {
         if let p = c.password { Log.addSecret(p) }
     }
 
+    /// How long `password_command` may take: a keyring waiting for a prompt nobody sees must not
+    /// hold the start, or a reload, for longer.
+    static let passwordCommandTimeoutMs = 10_000
+
     static func runPasswordCommand(_ cmd: String) throws(ConfigError) -> String {
-        guard let pipe = popen(cmd, "r") else {
-            throw ConfigError("password_command: cannot run it (\(String(cString: strerror(errno))))")
+        let result: CommandResult
+        switch runCommand(["/bin/sh", "-c", cmd], timeoutMs: passwordCommandTimeoutMs, outputLimit: 65536) {
+        case .failure(let e): throw ConfigError("password_command: \(e.message)")
+        case .success(let r): result = r
         }
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while out.count < 65536 {
-            let n = fread(&buf, 1, buf.count, pipe)
-            if n <= 0 { break }
-            out += buf[0..<n]
-        }
-        let status = pclose(pipe)
         // The command's output is the secret: never quote it in an error.
-        guard status == 0 else {
-            throw ConfigError("password_command failed (exit status \(status >> 8)); check it by running it yourself")
+        switch result.end {
+        case .exited(0): break
+        case .exited(let code):
+            throw ConfigError("password_command failed (exit status \(code)); check it by running it yourself")
+        case .killedBy(let signal):
+            throw ConfigError("password_command was killed by signal \(signal); check it by running it yourself")
+        case .timedOut:
+            throw ConfigError("password_command did not finish within \(passwordCommandTimeoutMs / 1000) s and was "
+                              + "stopped (a locked keyring waiting for a prompt?); check it by running it yourself")
         }
-        let first = String(decoding: out, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let first = String(decoding: result.output, as: UTF8.self)
+            .split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let pw = first.trimmed
         guard !pw.isEmpty else { throw ConfigError("password_command printed no password") }
         return pw

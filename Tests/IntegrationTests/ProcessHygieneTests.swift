@@ -43,4 +43,22 @@ final class ProcessHygieneTests: XCTestCase {
         XCTAssertTrue(waitUntil(2) { owner() == 0 }, "/proc/PID stays nobody's (\(owner() ?? -1)): the process is dumpable")
         XCTAssertTrue(p.isRunning)
     }
+
+    /// A password command that never ends (a keyring waiting for a prompt nobody sees) is
+    /// stopped after 10 s with what it started, and the bridge says so.
+    func testAHungPasswordCommandIsStoppedAfterTenSeconds() throws {
+        let marker = dir.appendingPathComponent("sleeper").path
+        let t0 = Date()
+        let r = try runCommand([BridgeTests.binary.path, "--host", "127.0.0.1",
+                                "--password-command", "sleep 300 & echo $! > \(marker); wait"], env: busless, timeout: 30)
+        let took = Date().timeIntervalSince(t0)
+        XCTAssertEqual(r.status, 1)
+        XCTAssertTrue(r.err.contains("password_command did not finish within 10 s and was stopped"), r.err)
+        XCTAssertGreaterThan(took, 9.5)
+        XCTAssertLessThan(took, 14)
+        let sleeper = try String(contentsOfFile: marker, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let state = (try? String(contentsOfFile: "/proc/\(sleeper)/stat", encoding: .utf8))?.split(separator: ")").last?
+            .split(separator: " ").first
+        XCTAssertTrue(state == nil || state == "Z", "the command's child is still running (\(state ?? ""))")
+    }
 }
