@@ -100,19 +100,49 @@ extension StringProtocol {
 /// Reads the file, the flags and the environment, and resolves the password.
 public enum ConfigLoader {
     /// Loads `path` (a missing file is an empty configuration unless `required`).
+    ///
+    /// The file decides what the bridge runs (`password_command`) and where the password goes
+    /// (`stream_url`), so it is read only when it is the user's own regular file that no one else
+    /// can write: opened without following a symbolic link, and checked on the open descriptor
+    /// (fstat), so what is checked is what is read.
     public static func load(path: String, required: Bool) throws(ConfigError) -> Config {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            if required || errno != ENOENT {
-                throw ConfigError("\(path): \(String(cString: strerror(errno)))")
+        // O_NONBLOCK: opening a FIFO put in its place must not wait for a writer.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT where !required: return Config()
+            case ELOOP:
+                throw ConfigError("refusing \(path): it is a symbolic link, and the configuration is read only "
+                                  + "from a file itself; put the file there in place of the link")
+            default: throw ConfigError("\(path): \(String(cString: strerror(errno)))")
             }
-            return Config()
         }
-        guard let text = readFile(path, limit: 1 << 20) else {
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw ConfigError("\(path): \(String(cString: strerror(errno)))") }
+        try checkOwnership(st, path: path)
+        guard let text = read(fd, limit: 1 << 20) else {
             throw ConfigError("\(path): cannot read it (\(String(cString: strerror(errno))))")
         }
         let groupOrOthersCanRead = st.st_mode & (S_IRGRP | S_IROTH) != 0
         return try Config.parse(text, path: path, passwordAllowed: !groupOrOthersCanRead)
+    }
+
+    /// A regular file of this user's that group and others cannot write, else why not and how
+    /// to fix it.
+    static func checkOwnership(_ st: stat, path: String) throws(ConfigError) {
+        let why = "; whoever can change it decides what the bridge runs (password_command) and where the password goes"
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw ConfigError("refusing \(path): it is not a regular file")
+        }
+        let me = geteuid()
+        guard st.st_uid == me else {
+            throw ConfigError("refusing \(path): it belongs to user \(st.st_uid), not to you (\(me))\(why); "
+                              + "run: chown \(me) \(path)")
+        }
+        guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw ConfigError("refusing \(path): group or others can write it\(why); run: chmod go-w \(path)")
+        }
     }
 
     /// The password: GROOVE_PASSWORD, else `password_command`'s first line, else the file's.
@@ -153,14 +183,15 @@ public enum ConfigLoader {
         return pw
     }
 
-    static func readFile(_ path: String, limit: Int) -> String? {
-        guard let f = fopen(path, "r") else { return nil }
-        defer { fclose(f) }
+    /// The text from `fd`, at most `limit` bytes; nil when reading fails.
+    static func read(_ fd: Int32, limit: Int) -> String? {
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 8192)
         while out.count < limit {
-            let n = fread(&buf, 1, buf.count, f)
-            if n <= 0 { break }
+            let n = Glibc.read(fd, &buf, buf.count)
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return nil }
+            if n == 0 { break }
             out += buf[0..<n]
         }
         return String(decoding: out, as: UTF8.self)

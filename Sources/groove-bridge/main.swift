@@ -173,8 +173,9 @@ do throws(DBusFailure) { bus = try DBusConnection() } catch {
 }
 let mainThread = pthread_self()
 nonisolated(unsafe) var stopping = false  // written by the main thread before bus.stop()
-let bridge = Bridge(config: config, layouts: layouts(config),
-                    artDirectory: ArtCache.defaultDirectory(environment: currentEnvironment()), onQuit: {
+let artDirectory = ArtCache.defaultDirectory(environment: currentEnvironment())
+if artDirectory == nil { Log.info("no cover art: neither XDG_CACHE_HOME nor HOME is set, so there is no cache for it") }
+let bridge = Bridge(config: config, layouts: layouts(config), artDirectory: artDirectory ?? "", onQuit: {
     Log.info("Quit requested over MPRIS")
     pthread_kill(mainThread, SIGTERM)
 })
