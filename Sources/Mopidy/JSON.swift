@@ -147,7 +147,10 @@ extension JSON {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where u.value < 0x20:
+            // Every control character, DEL and C1 included, as an escape: what `status --json`
+            // prints then cannot act on a terminal.
+            case _ where u.value < 0x20 || (0x7F...0x9F).contains(u.value) || (0x202A...0x202E).contains(u.value)
+                || (0x2066...0x2069).contains(u.value):
                 let hex = String(u.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(u)

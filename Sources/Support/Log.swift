@@ -81,7 +81,8 @@ public enum Log {
     private static func emit(_ level: Level, _ message: () -> String) {
         let (enabled, sink) = config.withLock { ($0.level >= level, $0.sink) }
         guard enabled else { return }
-        let line = "groove-bridge: [\(level.tag)] " + scrub(message()) + "\n"
+        // One line per message, whatever a server put in a title.
+        let line = "groove-bridge: [\(level.tag)] " + terminalSafe(scrub(message())) + "\n"
         fputs(line, stderr)
         sink?(line)
     }

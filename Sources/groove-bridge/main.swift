@@ -131,13 +131,14 @@ func runStatus(json: Bool) -> Never {
         let reply = try bus.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                  interface: MPRISService.statusInterface, member: "Status")
         guard let text = reply.first?.stringValue else { fail("the bridge sent no status", code: 1) }
-        if json { print(text); exit(0) }
-        guard case .object(let o)? = try? JSON.parse(text) else { print(text); exit(0) }
+        // Titles and errors come from the server: nothing in them may act on the terminal.
+        guard case .object(let o)? = try? JSON.parse(text) else { print(terminalSafe(text)); exit(0) }
+        if json { print(JSON.object(o).serialized()); exit(0) }
         let width = (o.keys.map(\.count).max() ?? 0) + 2
         for k in o.keys.sorted() {
             let v = o[k]!
-            let label = k.replacing("_", with: " ") + ":"
-            print(label + String(repeating: " ", count: max(1, width - label.count)) + (v.string ?? v.serialized()))
+            let label = terminalSafe(k.replacing("_", with: " ")) + ":"
+            print(label + String(repeating: " ", count: max(1, width - label.count)) + terminalSafe(v.string ?? v.serialized()))
         }
         exit(0)
     } catch {
