@@ -1,4 +1,5 @@
 import Mopidy
+import Net
 import Support
 @preconcurrency import Glibc
 
@@ -82,6 +83,15 @@ public struct Config: Sendable, Equatable {
             try c.set(key, value, origin: "\(path):\(lineNo)")
         }
         return c
+    }
+
+    /// Said once when the configuration is loaded, not at every connection: the stream's Basic
+    /// auth sends the password in the clear over plain http, which matters once it leaves this
+    /// computer. nil when there is no password, the stream is https, or its host is loopback.
+    public var unencryptedPasswordWarning: String? {
+        guard password != nil, let url = effectiveStreamURL, let parts = URLParts.parse(url),
+              parts.scheme == "http", !parts.hostIsLoopback else { return nil }
+        return "the password crosses the network unencrypted: use https (stream_url \(redactedURL(url)))"
     }
 
     /// Where the stream is: the configured URL, or Icecast's default on the host.

@@ -156,6 +156,9 @@ let config: Config
 do throws(ConfigError) { config = try loadConfig(options) } catch { fail(error.message, code: 1) }
 Log.debug("configuration: \(config)")
 TLSTrust.use(caFile: config.caFile)
+// Once here, and on a reload only when it says something new: never per reconnect.
+var passwordWarning = config.unencryptedPasswordWarning
+if let passwordWarning { Log.warning(passwordWarning) }
 
 // Before any thread starts: setenv is not safe against other threads' getenv.
 PulseSink.prepareEnvironment()
@@ -204,6 +207,8 @@ while true {
         do throws(ConfigError) {
             let new = try loadConfig(options)
             TLSTrust.use(caFile: new.caFile)
+            if let w = new.unencryptedPasswordWarning, w != passwordWarning { Log.warning(w) }
+            passwordWarning = new.unencryptedPasswordWarning
             bridge.reload(new)
         } catch {
             Log.error("configuration not reloaded: \(error.message)")

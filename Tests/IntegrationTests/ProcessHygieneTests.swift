@@ -61,4 +61,16 @@ final class ProcessHygieneTests: XCTestCase {
             .split(separator: " ").first
         XCTAssertTrue(state == nil || state == "Z", "the command's child is still running (\(state ?? ""))")
     }
+
+    /// Plain http with a password to another computer: one warning as the configuration loads.
+    func testAPlainHTTPPasswordToAnotherComputerIsWarnedAboutOnce() throws {
+        var env = busless
+        env["GROOVE_PASSWORD"] = "hunter2"
+        var r = try runCommand([BridgeTests.binary.path, "--stream-url", "http://musicbox.invalid:8000/stream.flac",
+                                "--host", "musicbox.invalid"], env: env, timeout: 10)
+        XCTAssertEqual(r.err.components(separatedBy: "the password crosses the network unencrypted: use https").count - 1, 1, r.err)
+        r = try runCommand([BridgeTests.binary.path, "--stream-url", "http://127.0.0.1:8000/stream.flac",
+                            "--host", "127.0.0.1"], env: env, timeout: 10)
+        XCTAssertFalse(r.err.contains("unencrypted"), r.err)
+    }
 }
