@@ -55,3 +55,6 @@ int gb_spawn_clean(pid_t *pid, const char *path, char *const argv[], char *const
 int gb_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int gb_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+#include <malloc.h>
+void gb_malloc_map_blocks_from(int bytes) { mallopt(M_MMAP_THRESHOLD, bytes); }

@@ -95,7 +95,7 @@ public final class MopidyClient: Sendable {
             // Mopidy's CSRF protection requires this exact content type on RPC POSTs.
             response = try http.post(url, body: Array(request.serialized().utf8),
                                      headers: ["Content-Type: application/json", "Accept: application/json"],
-                                     limit: MopidyLimits.messageBytes)
+                                     limit: MopidyLimits.replyBytes)
         } catch {
             if case .tooLarge(_, let limit) = error {
                 throw .badReply(url: url, reason: "the reply to \(method) is larger than \(byteCount(limit)), "

@@ -150,9 +150,16 @@ private let bodyWriteCallback: gb_curl_data_cb = { ptr, size, count, user in
     guard let user, let ptr else { return 0 }
     let box = Unmanaged<CallbackBox<BodySink>>.fromOpaque(user).takeUnretainedValue()
     if box.value.bytes.isEmpty { box.value.reserveForContentLength() }
-    if box.value.bytes.count.adding(saturating: n) > box.value.limit {
+    let needed = box.value.bytes.count.adding(saturating: n)
+    if needed > box.value.limit {
         box.value.overflow = true
         return 0  // makes libcurl abort the transfer with CURLE_WRITE_ERROR
+    }
+    // A body of unsaid length past 64 KiB gets room for the whole limit at once: untouched pages
+    // of a large allocation take no memory, and the array is not copied at every doubling (a
+    // doubling from 4 to 8 MiB holds both).
+    if needed > box.value.bytes.capacity && box.value.bytes.capacity >= 1 << 16 {
+        box.value.bytes.reserveCapacity(box.value.limit)
     }
     ptr.withMemoryRebound(to: UInt8.self, capacity: n) {
         box.value.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: n))

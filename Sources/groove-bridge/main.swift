@@ -146,6 +146,8 @@ func runStatus(json: Bool) -> Never {
     }
 }
 
+returnLargeBlocksToTheSystem()
+
 // Before anything reads the password: no core dump or ptrace of a process that holds it.
 if let why = forbidCoreDumps() { Log.warning("core dumps stay allowed: \(why)") }
 

@@ -3,9 +3,10 @@ import Net
 import Support
 import XCTest
 
-/// What one message from the server may cost: its text is bounded by `MopidyLimits.messageBytes`,
-/// its parsed tree by `MopidyLimits.treeBytes` and lists to their first `listElements`, so no
-/// shape of JSON turns megabytes of text into a tree ten or twenty times larger.
+/// What one message from the server may cost: its text is bounded by `MopidyLimits.replyBytes`
+/// or `eventBytes` (a larger event is read past), its parsed tree by `treeBytes` and lists to
+/// their first `listElements`, so no shape of JSON turns megabytes of text into a tree ten or
+/// twenty times larger.
 final class MessageSizeTests: XCTestCase {
     /// `unit` repeated in a JSON array until the text is `bytes` long.
     func array(of unit: String, bytes: Int) -> [UInt8] {
@@ -20,7 +21,7 @@ final class MessageSizeTests: XCTestCase {
 
     func testAFiveThousandTrackReplyFitsAndIsCutToTheListLimit() throws {
         let text = #"{"jsonrpc": "2.0", "id": 1, "result": ["# + (1...5000).map(track).joined(separator: ", ") + "]}"
-        XCTAssertLessThan(text.utf8.count, MopidyLimits.messageBytes)
+        XCTAssertLessThan(text.utf8.count, MopidyLimits.replyBytes)
         let reply = try JSON.parse(text, maxTreeBytes: MopidyLimits.treeBytes, maxArrayElements: MopidyLimits.listElements)
         let tracks = (reply["result"]?.array ?? []).compactMap(TlTrack.init(json:))
         XCTAssertEqual(tracks.count, MopidyLimits.listElements)
@@ -28,7 +29,7 @@ final class MessageSizeTests: XCTestCase {
         XCTAssertEqual(tracks.first?.track.artists, ["Groove Test Band"])
         // The same reply whole: the tree alone would take about 15 MB, over the budget.
         XCTAssertThrowsError(try JSON.parse(text, maxTreeBytes: MopidyLimits.treeBytes)) {
-            XCTAssertTrue("\($0)".contains("would take more than 4 MiB of memory"), "\($0)")
+            XCTAssertTrue("\($0)".contains("would take more than 1 MiB of memory"), "\($0)")
         }
     }
 
@@ -47,7 +48,7 @@ final class MessageSizeTests: XCTestCase {
         for (name, bytes) in [("[[[0]*256]*256]*n", array(of: "[" + Array(repeating: nested, count: 256).joined(separator: ",") + "]",
                                                                bytes: limit)),
                               ("an object of 60 000 members", Array(wide.utf8)),
-                              ("[\"…\"*256]*n", array(of: "[" + Array(repeating: #""abcdefghijklmnopq""#, count: 256)
+                              ("[\"…\"*256]*n", array(of: "[" + Array(repeating: #""abcdefghijklmnopqrstuvwxyz0123456789abcd""#, count: 256)
                                                                 .joined(separator: ",") + "]", bytes: limit))] {
             let t0 = monotonicMs()
             XCTAssertThrowsError(try JSON.parse(bytes, maxTreeBytes: MopidyLimits.treeBytes,
@@ -78,6 +79,42 @@ final class MessageSizeTests: XCTestCase {
         let text = Array(("\"" + String(repeating: "x", count: 5 << 20) + "\"").utf8)
         XCTAssertThrowsError(try JSON.parse(text, maxTreeBytes: MopidyLimits.treeBytes))
         XCTAssertEqual(try JSON.parse(text, maxTreeBytes: 6 << 20).string?.utf8.count, 5 << 20)
+    }
+
+    /// A frame header for `count` bytes of `op` (64-bit length).
+    func header(_ op: UInt8, _ count: Int, fin: Bool = true) -> [UInt8] {
+        var h: [UInt8] = [(fin ? 0x80 : 0) | op, 127]
+        for i in (0..<8).reversed() { h.append(UInt8(truncatingIfNeeded: count >> (i * 8))) }
+        return h
+    }
+
+    func testAnEventOverTheLimitIsReadPastAndTheSocketKept() throws {
+        var r = WebSocketFrameReader(messageLimit: 1 << 20, skipLimit: 32 << 20)
+        let big = 20 << 20
+        r.feed(header(0x1, big))
+        var fed = 0
+        while fed < big {
+            // As a socket delivers it: nothing of it is held.
+            let n = min(16384, big - fed)
+            r.feed([UInt8](repeating: 0x78, count: n))
+            fed += n
+            let m = try r.next()
+            XCTAssertEqual(m, fed == big ? .skipped(bytes: big) : nil)
+            XCTAssertLessThanOrEqual(r.capacity, 1 << 16)
+        }
+        // Fragmented, with a ping between: skipped as one message, the ping answered.
+        let part = [UInt8](repeating: 0x78, count: 700_000)
+        r.feed(header(0x1, part.count, fin: false) + part + [0x89, 1, 7] + header(0x0, part.count) + part
+               + [0x81, 2, 0x7B, 0x7D])
+        XCTAssertEqual(try r.next(), .ping([7]))
+        XCTAssertEqual(try r.next(), .skipped(bytes: 1_400_000))
+        XCTAssertEqual(try r.next(), .text("{}"))
+        // Over the skip limit, or a frame claiming 2^62 bytes: the connection is broken.
+        for claim in [33 << 20, 1 << 62] {
+            var c = WebSocketFrameReader(messageLimit: 1 << 20, skipLimit: 32 << 20)
+            c.feed(header(0x1, claim))
+            XCTAssertThrowsError(try c.next()) { XCTAssertEqual($0 as? WebSocketProtocolError, .messageTooLarge(limit: 1 << 20)) }
+        }
     }
 
     func testTheFrameReaderLetsGoOfALargeMessagesBuffer() throws {

@@ -23,3 +23,6 @@ int gb_pipe_cloexec(int fds[2]);
 /// pidfd_open(pid, 0): an fd that poll(2) reports readable once the child has exited; -1 and
 /// errno when the kernel has none (before Linux 5.3).
 int gb_pidfd_open(pid_t pid);
+/// mallopt(M_MMAP_THRESHOLD, bytes): blocks from `bytes` up are mapped for themselves and given
+/// back to the kernel when freed (malloc.h is not in Swift's Glibc module).
+void gb_malloc_map_blocks_from(int bytes);
