@@ -9,9 +9,11 @@ GET  /ws/MODE     (WebSocket) fragmented | pingflood | garbage | oversize | bada
 """
 import json
 import os
+import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ of fixturelib in the source tree
 import fixturelib
 from fixturelib import frame
 

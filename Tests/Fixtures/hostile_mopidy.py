@@ -19,8 +19,10 @@ GET  /control/progress   {"scenarios": WS scenarios sent, "total": len(SCENARIOS
 """
 import json
 import os
+import sys
 import threading
 
+sys.dont_write_bytecode = True  # no __pycache__ of fixturelib in the source tree
 import fixturelib
 from fixturelib import frame
 
