@@ -21,7 +21,7 @@ public enum JSON: Equatable, Sendable {
 
     /// A whole number that a JSON number states exactly, else nil: a string such as "42" is not
     /// a number here (what it would stand for is unchecked text), nor a fraction, nor a magnitude
-    /// of 2^53 or more, beyond which a double no longer holds every integer (RFC 8259 §6).
+    /// of 2^53 or more, beyond which a double does not hold every integer (RFC 8259 §6).
     /// Callers still check the range they can use (`ServerRange`).
     public var int: Int? {
         guard case .number(let d) = self, d.isFinite, abs(d) < JSON.exactIntegerLimit else { return nil }

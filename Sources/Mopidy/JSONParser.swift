@@ -22,7 +22,7 @@ struct JSONParser {
     /// object of 700 000 members, the rig's tracklist) and reading VmHWM, within 30 % of it. A
     /// value is a slot of 24 bytes in its parent plus the array growth around it; a string of
     /// more than 15 UTF-8 bytes has storage of its own; an array or object a buffer; an object a
-    /// hash table of about twice its members. Where a budget stops a parse, the peak was at most
+    /// hash table of about twice its members. Where a budget stops a parse, the peak is at most
     /// 2.3 times the budget (a hash table being doubled at that moment).
     enum Cost {
         static let value = 32

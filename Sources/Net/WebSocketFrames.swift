@@ -123,7 +123,7 @@ public struct WebSocketFrameReader: Sendable {
         start = 0
     }
 
-    /// Bytes the reader holds allocated now (for tests of its memory).
+    /// Bytes the reader holds allocated (for tests of its memory).
     public var capacity: Int { buffer.capacity + fragments.capacity }
 
     private struct Frame {

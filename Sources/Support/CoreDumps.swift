@@ -11,8 +11,8 @@ public func forbidCoreDumps() -> String? {
 
 /// Makes every block of 128 KiB or more a mapping of its own, unmapped when freed. glibc's
 /// default raises that threshold to the largest block freed so far (up to 32 MiB), after which
-/// a server's large replies are carved from the heaps of the threads that parsed them and kept
-/// there: the process grew to its peak and stayed. Call once, at start.
+/// a server's large replies are carved from the heaps of the threads that parse them and kept
+/// there: the process grows to its peak and stays there. Call once, at start.
 public func returnLargeBlocksToTheSystem() {
     gb_malloc_map_blocks_from(128 << 10)
 }

@@ -123,7 +123,7 @@ public func runCommand(_ argv: [String], timeoutMs: Int, outputLimit: Int) -> Re
         }
         if polled[0].revents != 0 { pipeOpen = readSome() }
     }
-    // Exited: what it wrote is in the pipe now. Something it left running may hold the pipe
+    // Exited: what it wrote is in the pipe. Something it left running may hold the pipe
     // open, so only what is there is read, without waiting for the pipe's end.
     while pipeOpen {
         var polled = [pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)]
