@@ -1,4 +1,5 @@
 import Mopidy
+import Net
 import Support
 @preconcurrency import Glibc
 
@@ -84,6 +85,15 @@ public struct Config: Sendable, Equatable {
         return c
     }
 
+    /// Said once when the configuration is loaded, not at every connection: the stream's Basic
+    /// auth sends the password in the clear over plain http, which matters once it leaves this
+    /// computer. nil when there is no password, the stream is https, or its host is loopback.
+    public var unencryptedPasswordWarning: String? {
+        guard password != nil, let url = effectiveStreamURL, let parts = URLParts.parse(url),
+              parts.scheme == "http", !parts.hostIsLoopback else { return nil }
+        return "the password crosses the network unencrypted: use https (stream_url \(redactedURL(url)))"
+    }
+
     /// Where the stream is: the configured URL, or Icecast's default on the host.
     public var effectiveStreamURL: String? {
         streamURL ?? host.map { "http://\(bracketed($0)):8000/stream.flac" }
@@ -100,19 +110,49 @@ extension StringProtocol {
 /// Reads the file, the flags and the environment, and resolves the password.
 public enum ConfigLoader {
     /// Loads `path` (a missing file is an empty configuration unless `required`).
+    ///
+    /// The file decides what the bridge runs (`password_command`) and where the password goes
+    /// (`stream_url`), so it is read only when it is the user's own regular file that no one else
+    /// can write: opened without following a symbolic link, and checked on the open descriptor
+    /// (fstat), so what is checked is what is read.
     public static func load(path: String, required: Bool) throws(ConfigError) -> Config {
-        var st = stat()
-        guard stat(path, &st) == 0 else {
-            if required || errno != ENOENT {
-                throw ConfigError("\(path): \(String(cString: strerror(errno)))")
+        // O_NONBLOCK: opening a FIFO put in its place must not wait for a writer.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT where !required: return Config()
+            case ELOOP:
+                throw ConfigError("refusing \(path): it is a symbolic link, and the configuration is read only "
+                                  + "from a file itself; put the file there in place of the link")
+            default: throw ConfigError("\(path): \(String(cString: strerror(errno)))")
             }
-            return Config()
         }
-        guard let text = readFile(path, limit: 1 << 20) else {
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw ConfigError("\(path): \(String(cString: strerror(errno)))") }
+        try checkOwnership(st, path: path)
+        guard let text = read(fd, limit: 1 << 20) else {
             throw ConfigError("\(path): cannot read it (\(String(cString: strerror(errno))))")
         }
         let groupOrOthersCanRead = st.st_mode & (S_IRGRP | S_IROTH) != 0
         return try Config.parse(text, path: path, passwordAllowed: !groupOrOthersCanRead)
+    }
+
+    /// A regular file of this user's that group and others cannot write, else why not and how
+    /// to fix it.
+    static func checkOwnership(_ st: stat, path: String) throws(ConfigError) {
+        let why = "; whoever can change it decides what the bridge runs (password_command) and where the password goes"
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            throw ConfigError("refusing \(path): it is not a regular file")
+        }
+        let me = geteuid()
+        guard st.st_uid == me else {
+            throw ConfigError("refusing \(path): it belongs to user \(st.st_uid), not to you (\(me))\(why); "
+                              + "run: chown \(me) \(path)")
+        }
+        guard st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw ConfigError("refusing \(path): group or others can write it\(why); run: chmod go-w \(path)")
+        }
     }
 
     /// The password: GROOVE_PASSWORD, else `password_command`'s first line, else the file's.
@@ -125,36 +165,43 @@ public enum ConfigLoader {
         if let p = c.password { Log.addSecret(p) }
     }
 
+    /// How long `password_command` may take: a keyring waiting for a prompt nobody sees must not
+    /// hold the start, or a reload, for longer.
+    static let passwordCommandTimeoutMs = 10_000
+
     static func runPasswordCommand(_ cmd: String) throws(ConfigError) -> String {
-        guard let pipe = popen(cmd, "r") else {
-            throw ConfigError("password_command: cannot run it (\(String(cString: strerror(errno))))")
+        let result: CommandResult
+        switch runCommand(["/bin/sh", "-c", cmd], timeoutMs: passwordCommandTimeoutMs, outputLimit: 65536) {
+        case .failure(let e): throw ConfigError("password_command: \(e.message)")
+        case .success(let r): result = r
         }
-        var out: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        while out.count < 65536 {
-            let n = fread(&buf, 1, buf.count, pipe)
-            if n <= 0 { break }
-            out += buf[0..<n]
-        }
-        let status = pclose(pipe)
         // The command's output is the secret: never quote it in an error.
-        guard status == 0 else {
-            throw ConfigError("password_command failed (exit status \(status >> 8)); check it by running it yourself")
+        switch result.end {
+        case .exited(0): break
+        case .exited(let code):
+            throw ConfigError("password_command failed (exit status \(code)); check it by running it yourself")
+        case .killedBy(let signal):
+            throw ConfigError("password_command was killed by signal \(signal); check it by running it yourself")
+        case .timedOut:
+            throw ConfigError("password_command did not finish within \(passwordCommandTimeoutMs / 1000) s and was "
+                              + "stopped (a locked keyring waiting for a prompt?); check it by running it yourself")
         }
-        let first = String(decoding: out, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        let first = String(decoding: result.output, as: UTF8.self)
+            .split(separator: "\n", omittingEmptySubsequences: false).first.map(String.init) ?? ""
         let pw = first.trimmed
         guard !pw.isEmpty else { throw ConfigError("password_command printed no password") }
         return pw
     }
 
-    static func readFile(_ path: String, limit: Int) -> String? {
-        guard let f = fopen(path, "r") else { return nil }
-        defer { fclose(f) }
+    /// The text from `fd`, at most `limit` bytes; nil when reading fails.
+    static func read(_ fd: Int32, limit: Int) -> String? {
         var out: [UInt8] = []
         var buf = [UInt8](repeating: 0, count: 8192)
         while out.count < limit {
-            let n = fread(&buf, 1, buf.count, f)
-            if n <= 0 { break }
+            let n = Glibc.read(fd, &buf, buf.count)
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 { return nil }
+            if n == 0 { break }
             out += buf[0..<n]
         }
         return String(decoding: out, as: UTF8.self)

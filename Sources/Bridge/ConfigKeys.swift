@@ -141,6 +141,8 @@ extension ValueRule where Value == String {
 
     static let host = ValueRule(placeholder: "HOST", parse: { (value, key, origin) throws(ConfigError) in
         let host = try nonEmpty(value, key, origin)
+        // Before the other checks: their messages quote the value, and this one must not.
+        guard !host.contains("@") else { throw credentialsInURL(key, origin) }
         guard !host.contains("/"), !host.contains(" ") else {
             throw ConfigError("\(origin): \(key): '\(host)' is a host name or address, not a URL")
         }
@@ -149,10 +151,19 @@ extension ValueRule where Value == String {
 
     static let url = ValueRule(placeholder: "URL", parse: { (value, key, origin) throws(ConfigError) in
         guard let parts = URLParts.parse(value), ["http", "https", "ws", "wss"].contains(parts.scheme) else {
-            throw ConfigError("\(origin): \(key): '\(value)' is not an http(s):// or ws(s):// URL")
+            throw ConfigError("\(origin): \(key): '\(redactedURL(value))' is not an http(s):// or ws(s):// URL")
         }
+        guard parts.userinfo == nil else { throw credentialsInURL(key, origin) }
         return value
     }, show: { $0 })
+
+    /// Credentials written into a URL are printed wherever the URL is (logs, `status`, error
+    /// messages, a browser's command line), and libcurl would send them on every request; the
+    /// password has keys of its own that are never shown.
+    private static func credentialsInURL(_ key: String, _ origin: String) -> ConfigError {
+        ConfigError("\(origin): \(key): a user or password inside the URL is refused (it would show wherever "
+                    + "the URL does); give the user as 'user' and the password as 'password' or 'password_command'")
+    }
 
     /// A file this process can read when the configuration is loaded: a wrong path is said at
     /// start or reload, not when a connection first needs the file.

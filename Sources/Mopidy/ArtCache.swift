@@ -4,7 +4,11 @@ import Support
 
 /// Cover art on disk, so shells that cannot load http(s) art (GNOME) get a `file://` URI.
 /// Files are named by a hash of the image URI, written atomically, and the folder is kept under
-/// `limitBytes` by removing the oldest files. Blocking: call from a worker thread.
+/// `limitBytes` by removing the oldest files. Only http(s) and data: art is taken, always through
+/// the cache: a `file://` URI from the server would have the shell open a path the server chose.
+/// The folder is the user's own (made 0700, refused if it is a link or anyone else's) and every
+/// file is created new (O_EXCL, O_NOFOLLOW), so nothing planted there is written through.
+/// An empty `directory` means no cache, hence no art. Blocking: call from a worker thread.
 public final class ArtCache: Sendable {
     public let directory: String
     public let limitBytes: Int
@@ -20,10 +24,12 @@ public final class ArtCache: Sendable {
         self.http = HTTPClient(timeouts: timeouts)
     }
 
-    /// `$XDG_CACHE_HOME/groove-bridge/art` (or `~/.cache/…`).
-    public static func defaultDirectory(environment: [String: String]) -> String {
-        let base = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((environment["HOME"] ?? "/tmp") + "/.cache")
+    /// `$XDG_CACHE_HOME/groove-bridge/art`, else `$HOME/.cache/groove-bridge/art`; nil when
+    /// neither is set to an absolute path. There is no shared fallback (/tmp): anyone could plant
+    /// links or files there first.
+    public static func defaultDirectory(environment: [String: String]) -> String? {
+        func absolute(_ key: String) -> String? { environment[key].flatMap { $0.hasPrefix("/") ? $0 : nil } }
+        guard let base = absolute("XDG_CACHE_HOME") ?? absolute("HOME").map({ $0 + "/.cache" }) else { return nil }
         return base + "/groove-bridge/art"
     }
 
@@ -31,25 +37,42 @@ public final class ArtCache: Sendable {
         case download(String)
         case notAnImage(String)
         case disk(String)
+        /// An image URI the bridge does not fetch (`file://`, other schemes).
+        case refused(String)
+        /// No cache folder (`directory` is empty): no art at all.
+        case noCache
         public var description: String {
             switch self {
-            case .download(let m), .notAnImage(let m), .disk(let m): return m
+            case .download(let m), .notAnImage(let m), .disk(let m), .refused(let m): return m
+            case .noCache: return "no cover art cache (neither XDG_CACHE_HOME nor HOME is set)"
             }
         }
     }
 
-    /// Resolves Mopidy-Local's relative URIs (`/local/<hash>.jpg`) against the HTTP base.
-    public static func resolve(_ uri: String, base: String) -> String {
-        if uri.hasPrefix("http://") || uri.hasPrefix("https://") || uri.hasPrefix("data:") || uri.hasPrefix("file://") {
-            return uri
-        }
+    /// The URL to fetch for an image URI: http(s) and data: as they are, Mopidy-Local's relative
+    /// URIs (`/local/<hash>.jpg`) against the HTTP base; nil for any other scheme.
+    public static func resolve(_ uri: String, base: String) -> String? {
+        if let scheme = scheme(of: uri) { return ["http", "https", "data"].contains(scheme) ? uri : nil }
         return base + (uri.hasPrefix("/") ? "" : "/") + uri
+    }
+
+    /// The scheme of an absolute URI (RFC 3986 §3.1: a letter, then letters, digits, '+', '-'
+    /// or '.', then ':'), lower-cased; nil for a relative one.
+    static func scheme(of uri: String) -> String? {
+        guard let colon = uri.firstIndex(of: ":") else { return nil }
+        let s = uri[..<colon].unicodeScalars
+        func letter(_ c: Unicode.Scalar) -> Bool { ("a"..."z").contains(c) || ("A"..."Z").contains(c) }
+        guard let first = s.first, letter(first),
+              s.allSatisfy({ letter($0) || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) }) else { return nil }
+        return String(uri[..<colon]).lowercased()
     }
 
     /// The local file for an image URI, downloading it if needed. Returns a `file://` URI.
     public func localURI(for uri: String, base: String) throws(ArtError) -> String {
-        let absolute = ArtCache.resolve(uri, base: base)
-        if absolute.hasPrefix("file://") { return absolute }
+        guard !directory.isEmpty else { throw .noCache }
+        guard let absolute = ArtCache.resolve(uri, base: base) else {
+            throw .refused("cover art at \(redactedURL(uri).prefix(200)) is not used: only http(s) and data: art is fetched")
+        }
         let name = sha1(Array(absolute.utf8)).map { String($0, radix: 16).leftPadded(2) }.joined()
         try makeDirectories(directory)
         // Already cached? (any extension)
@@ -109,6 +132,8 @@ public final class ArtCache: Sendable {
         return bytes
     }
 
+    /// Makes the folder (0700) and checks that the cache's own part is a real folder of this
+    /// user's that no one else can write.
     private func makeDirectories(_ path: String) throws(ArtError) {
         var current = ""
         for part in path.split(separator: "/") {
@@ -117,11 +142,20 @@ public final class ArtCache: Sendable {
                 throw .disk("cannot create \(current): \(String(cString: strerror(errno)))")
             }
         }
+        var st = stat()
+        guard lstat(path, &st) == 0 else { throw .disk("\(path): \(String(cString: strerror(errno)))") }
+        guard st.st_mode & S_IFMT == S_IFDIR, st.st_uid == geteuid(), st.st_mode & (S_IWGRP | S_IWOTH) == 0 else {
+            throw .disk("not using \(path) for cover art: it is not a folder of yours that only you can write")
+        }
     }
 
     private func writeAtomically(_ bytes: [UInt8], to path: String) throws(ArtError) {
         let tmp = path + ".tmp\(getpid())"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        // A new file, never one already there (or a link): a leftover of an earlier run with this
+        // pid is removed once and the file made again.
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var fd = open(tmp, flags, 0o600)
+        if fd < 0 && errno == EEXIST && unlink(tmp) == 0 { fd = open(tmp, flags, 0o600) }
         guard fd >= 0 else { throw .disk("cannot write \(tmp): \(String(cString: strerror(errno)))") }
         var offset = 0
         while offset < bytes.count {
@@ -153,7 +187,7 @@ public final class ArtCache: Sendable {
             }
         }
         closedir(dir)
-        var total = files.reduce(0) { $0 + $1.size }
+        var total = files.reduce(0) { $0.adding(saturating: $1.size) }
         for f in files.sorted(by: { $0.mtime < $1.mtime }) where total > limitBytes {
             if unlink(f.path) == 0 { total -= f.size }
         }

@@ -1,5 +1,11 @@
+// The fuzz build (scripts/fuzz) compiles these files with Support's into one module.
+#if canImport(Support)
+import Support
+#endif
+
 /// Mopidy's models as the bridge needs them, decoded leniently: a missing or mistyped field
-/// becomes nil, never a failure of the whole track.
+/// becomes nil, never a failure of the whole track. Numbers are taken only inside the ranges of
+/// `ServerRange` (else dropped or clamped, with a log line).
 
 public struct Track: Equatable, Sendable {
     public var uri: String
@@ -32,10 +38,12 @@ public struct Track: Equatable, Sendable {
         album = json["album"]?["name"]?.string
         albumArtists = Track.names(json["album"]?["artists"])
         genre = json["genre"]?.string
-        trackNumber = json["track_no"]?.int
-        discNumber = json["disc_no"]?.int
+        trackNumber = json["track_no"].intWithin(ServerRange.trackNumber, "track number of \(uri)")
+        discNumber = json["disc_no"].intWithin(ServerRange.trackNumber, "disc number of \(uri)")
         date = json["date"]?.string ?? json["album"]?["date"]?.string
-        if let ms = json["length"]?.int, ms > 0 { lengthMs = ms } else { lengthMs = nil }
+        // 0 is how some backends say "unknown" (streams): no length, and nothing to log.
+        let length = json["length"]
+        lengthMs = length?.int == 0 ? nil : length.intWithin(ServerRange.lengthMs, "track length (ms) of \(uri)")
     }
 
     /// Artist names in the order Mopidy gives them; order is not stable across backends, so
@@ -55,7 +63,8 @@ public struct TlTrack: Equatable, Sendable {
     }
 
     public init?(json: JSON) {
-        guard let tlid = json["tlid"]?.int, let t = json["track"], let track = Track(json: t) else { return nil }
+        guard let t = json["track"], let track = Track(json: t),
+              let tlid = json["tlid"].intWithin(ServerRange.tlid, "tlid of \(track.uri)") else { return nil }
         self.init(tlid: tlid, track: track)
     }
 }
@@ -71,6 +80,23 @@ public struct Image: Equatable, Sendable {
 
     public init(uri: String, width: Int? = nil, height: Int? = nil) {
         self.uri = uri; self.width = width; self.height = height
+    }
+
+    /// Pixels, for picking the largest; an unknown side counts as 0. Saturates: the sides are
+    /// checked where they are decoded, but an Image can be made with any.
+    var area: Int { (width ?? 0).multiplied(saturating: height ?? 0) }
+}
+
+extension Image {
+    /// The images of `uri` in a `core.library.get_images` result, largest first; sides outside
+    /// `ServerRange.imageSide` count as unknown.
+    static func list(_ result: JSON, for uri: String) -> [Image] {
+        let list = (result[uri]?.array ?? []).compactMap { j -> Image? in
+            guard let u = j["uri"]?.string, !u.isEmpty else { return nil }
+            return Image(uri: u, width: j["width"].intWithin(ServerRange.imageSide, "image width of \(u)"),
+                         height: j["height"].intWithin(ServerRange.imageSide, "image height of \(u)"))
+        }
+        return list.sorted { $0.area > $1.area }
     }
 }
 
@@ -112,7 +138,11 @@ extension MopidyEvent {
     /// those too, for calls made over it).
     public static func decode(_ text: String) throws(EventDecodingError) -> MopidyEvent? {
         let json: JSON
-        do throws(JSONError) { json = try JSON.parse(text) } catch { throw .notJSON(error) }
+        do throws(JSONError) {
+            json = try JSON.parse(text, maxTreeBytes: MopidyLimits.treeBytes, maxArrayElements: MopidyLimits.listElements)
+        } catch {
+            throw .notJSON(error)
+        }
         return try decode(json)
     }
 
@@ -122,7 +152,7 @@ extension MopidyEvent {
             throw .notAnEvent
         }
         func tl() -> TlTrack? { json["tl_track"].flatMap(TlTrack.init(json:)) }
-        func position() -> Int { max(0, json["time_position"]?.int ?? 0) }
+        func position() -> Int { json["time_position"].clampedInt(ServerRange.positionMs, "\(name)'s time_position") ?? 0 }
         switch name {
         case "track_playback_started":
             guard let t = tl() else { throw .malformed(event: name, field: "tl_track") }
@@ -139,13 +169,13 @@ extension MopidyEvent {
         case "options_changed": return .optionsChanged
         case "volume_changed":
             guard let v = json["volume"]?.int else { throw .malformed(event: name, field: "volume") }
-            return .volumeChanged(min(100, max(0, v)))
+            return .volumeChanged(ServerRange.clamp(v, ServerRange.volume, "\(name)'s volume"))
         case "mute_changed":
             guard let m = json["mute"]?.bool else { throw .malformed(event: name, field: "mute") }
             return .muteChanged(m)
         case "seeked":
             guard let p = json["time_position"]?.int else { throw .malformed(event: name, field: "time_position") }
-            return .seeked(positionMs: max(0, p))
+            return .seeked(positionMs: ServerRange.clamp(p, ServerRange.positionMs, "\(name)'s time_position"))
         case "stream_title_changed":
             guard let t = json["title"]?.string else { throw .malformed(event: name, field: "title") }
             return .streamTitleChanged(t)

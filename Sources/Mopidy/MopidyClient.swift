@@ -1,4 +1,5 @@
 import Net
+import Support
 import Synchronization
 
 public enum MopidyError: Error, CustomStringConvertible, Sendable {
@@ -81,7 +82,8 @@ public final class MopidyClient: Sendable {
     /// Sends later calls to `endpoints` (the layout that answered, when a host was given alone).
     public func use(_ endpoints: MopidyEndpoints) { current.withLock { $0 = endpoints } }
 
-    /// Calls `method` with named `params` and returns its `result`.
+    /// Calls `method` with named `params` and returns its `result`, of which a list holds at most
+    /// its first `MopidyLimits.listElements` elements.
     @discardableResult
     public func call(_ method: String, _ params: [String: JSON] = [:]) throws(MopidyError) -> JSON {
         let id = ids.next()
@@ -93,16 +95,22 @@ public final class MopidyClient: Sendable {
             // Mopidy's CSRF protection requires this exact content type on RPC POSTs.
             response = try http.post(url, body: Array(request.serialized().utf8),
                                      headers: ["Content-Type: application/json", "Accept: application/json"],
-                                     limit: 16 << 20)
+                                     limit: MopidyLimits.replyBytes)
         } catch {
-            if case .tooLarge = error { throw .badReply(url: url, reason: error.description) }
+            if case .tooLarge(_, let limit) = error {
+                throw .badReply(url: url, reason: "the reply to \(method) is larger than \(byteCount(limit)), "
+                                + "the limit for one Mopidy reply")
+            }
             throw .unreachable(url: url, reason: "\(error)")
         }
         guard response.status == 200 else {
             throw .httpStatus(url: url, status: response.status, snippet: MopidyClient.snippet(response.body))
         }
         let reply: JSON
-        do throws(JSONError) { reply = try JSON.parse(response.body) } catch {
+        do throws(JSONError) {
+            reply = try JSON.parse(response.body, maxTreeBytes: MopidyLimits.treeBytes,
+                                   maxArrayElements: MopidyLimits.listElements)
+        } catch {
             let kind = response.contentType.map { " (Content-Type \($0))" } ?? ""
             throw .badReply(url: url, reason: "\(error)\(kind): \(MopidyClient.snippet(response.body))")
         }
@@ -142,11 +150,13 @@ public final class MopidyClient: Sendable {
     }
 
     public func timePositionMs() throws(MopidyError) -> Int {
-        max(0, try call("core.playback.get_time_position").int ?? 0)
+        Optional(try call("core.playback.get_time_position")).clampedInt(ServerRange.positionMs, "get_time_position's result") ?? 0
     }
 
     /// 0–100, nil when Mopidy has no mixer.
-    public func volume() throws(MopidyError) -> Int? { try call("core.mixer.get_volume").int }
+    public func volume() throws(MopidyError) -> Int? {
+        Optional(try call("core.mixer.get_volume")).clampedInt(ServerRange.volume, "get_volume's result")
+    }
 
     public func setVolume(_ v: Int) throws(MopidyError) {
         try call("core.mixer.set_volume", ["volume": .number(Double(min(100, max(0, v))))])
@@ -172,9 +182,13 @@ public final class MopidyClient: Sendable {
         try call("core.playback.seek", ["time_position": .number(Double(max(0, ms)))])
     }
 
-    public func nextTlid() throws(MopidyError) -> Int? { try call("core.tracklist.get_next_tlid").int }
-    public func previousTlid() throws(MopidyError) -> Int? { try call("core.tracklist.get_previous_tlid").int }
-    public func eotTlid() throws(MopidyError) -> Int? { try call("core.tracklist.get_eot_tlid").int }
+    public func nextTlid() throws(MopidyError) -> Int? { try tlid("core.tracklist.get_next_tlid") }
+    public func previousTlid() throws(MopidyError) -> Int? { try tlid("core.tracklist.get_previous_tlid") }
+    public func eotTlid() throws(MopidyError) -> Int? { try tlid("core.tracklist.get_eot_tlid") }
+
+    private func tlid(_ method: String) throws(MopidyError) -> Int? {
+        Optional(try call(method)).intWithin(ServerRange.tlid, "\(method)'s result")
+    }
 
     public func option(_ name: String) throws(MopidyError) -> Bool {
         try call("core.tracklist.get_\(name)").bool ?? false
@@ -183,7 +197,8 @@ public final class MopidyClient: Sendable {
         try call("core.tracklist.set_\(name)", ["value": .bool(value)])
     }
 
-    /// Adds URIs to the tracklist and returns the new tl_tracks.
+    /// Adds URIs to the tracklist and returns the new tl_tracks (the first
+    /// `MopidyLimits.listElements` of them).
     public func add(uris: [String]) throws(MopidyError) -> [TlTrack] {
         let r = try call("core.tracklist.add", ["uris": .array(uris.map(JSON.string))])
         return (r.array ?? []).compactMap(TlTrack.init(json:))
@@ -191,11 +206,6 @@ public final class MopidyClient: Sendable {
 
     /// Images for one URI, largest first.
     public func images(for uri: String) throws(MopidyError) -> [Image] {
-        let r = try call("core.library.get_images", ["uris": .array([.string(uri)])])
-        let list = (r[uri]?.array ?? []).compactMap { j -> Image? in
-            guard let u = j["uri"]?.string, !u.isEmpty else { return nil }
-            return Image(uri: u, width: j["width"]?.int, height: j["height"]?.int)
-        }
-        return list.sorted { ($0.width ?? 0) * ($0.height ?? 0) > ($1.width ?? 0) * ($1.height ?? 0) }
+        Image.list(try call("core.library.get_images", ["uris": .array([.string(uri)])]), for: uri)
     }
 }

@@ -32,13 +32,13 @@ public final class MopidyEventStream: Sendable {
         var connection: WebSocketConnection? = nil
     }
 
-    public convenience init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+    public convenience init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = MopidyLimits.eventBytes,
                             connectTimeoutMs: Int = 5000)
     {
         self.init(urls: [url], delegate: delegate, messageLimit: messageLimit, connectTimeoutMs: connectTimeoutMs)
     }
 
-    public init(urls: [String], delegate: MopidyEventStreamDelegate, messageLimit: Int = 16 << 20,
+    public init(urls: [String], delegate: MopidyEventStreamDelegate, messageLimit: Int = MopidyLimits.eventBytes,
                 connectTimeoutMs: Int = 5000)
     {
         precondition(!urls.isEmpty, "MopidyEventStream needs a URL")
@@ -101,7 +101,8 @@ public final class MopidyEventStream: Sendable {
         var failures: [String] = []
         for url in urls where running {
             do throws(WebSocketError) {
-                return ((try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit), url), "")
+                return ((try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit,
+                                                 skipLimit: MopidyLimits.skippedEventBytes), url), "")
             } catch {
                 failures.append(error.description)
             }
@@ -115,8 +116,18 @@ public final class MopidyEventStream: Sendable {
         while true {
             let message: WebSocketMessage
             do throws(WebSocketError) { message = try conn.receive() } catch {
-                if case .interrupted = error { return ("disconnected on request", delivered) }
-                return (error.description, delivered)
+                switch error {
+                case .interrupted: return ("disconnected on request", delivered)
+                case .protocolViolation(let url, .messageTooLarge):
+                    return ("\(url) sent a message larger than \(byteCount(MopidyLimits.skippedEventBytes)), more than "
+                            + "any Mopidy event", delivered)
+                default: return (error.description, delivered)
+                }
+            }
+            if case .skipped(let bytes) = message {
+                Log.warning("events: skipped a message of \(byteCount(bytes)) from \(conn.url), over the "
+                            + "\(byteCount(messageLimit)) the bridge reads of one event")
+                continue
             }
             guard case .text(let text) = message else {
                 Log.debug("events: ignoring a binary message from \(conn.url)")

@@ -66,6 +66,7 @@ final class CurlEasy {
         errorBuffer.initialize(repeating: 0, count: size)
         _ = gb_curl_setopt_pointer(h, CURLOPT_ERRORBUFFER, errorBuffer)
         set(CURLOPT_NOSIGNAL, 1)  // threads + timeouts: never use SIGALRM
+        _ = gb_curl_open_sockets_cloexec(h)
         if let trustedCAFile { set(CURLOPT_CAINFO, trustedCAFile) }
     }
 

@@ -1,4 +1,5 @@
 import CCurl
+import Support
 import Synchronization
 
 /// The answer to an HTTP request: status, content type and body (bounded by the caller's limit).
@@ -15,7 +16,7 @@ public enum HTTPError: Error, CustomStringConvertible, Sendable {
     public var description: String {
         switch self {
         case .transport(let e): return e.description
-        case .tooLarge(let url, let limit): return "\(url): reply larger than \(limit) bytes"
+        case .tooLarge(let url, let limit): return "\(url): reply larger than \(byteCount(limit))"
         }
     }
 }
@@ -43,7 +44,7 @@ public final class HTTPClient: Sendable {
     }
 
     /// POSTs `body` and returns the whole reply (at most `limit` bytes).
-    public func post(_ url: String, body: [UInt8], headers: [String], limit: Int = 16 << 20)
+    public func post(_ url: String, body: [UInt8], headers: [String], limit: Int)
         throws(HTTPError) -> HTTPResponse
     {
         try request(url, method: .post(body), headers: headers, limit: limit, timeouts: timeouts)
@@ -66,7 +67,7 @@ public final class HTTPClient: Sendable {
             // connection was verified against the old one.
             if box.easy.trustedCAFile != TLSTrust.caFile { box = CurlEasySendable(CurlEasy()) }
             let e = box.easy
-            let sink = CallbackBox(BodySink(limit: limit))
+            let sink = CallbackBox(BodySink(limit: limit, handle: e.handle))
             let unmanaged = Unmanaged.passRetained(sink)
             defer { unmanaged.release() }
             e.set(CURLOPT_URL, url)
@@ -77,6 +78,8 @@ public final class HTTPClient: Sendable {
             e.set(CURLOPT_PROTOCOLS_STR, "http,https")
             e.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
             e.set(CURLOPT_ACCEPT_ENCODING, "")
+            // A Content-Length over the limit fails before any of the body is read.
+            _ = gb_curl_setopt_offset(e.handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(limit))
             e.setHeaders(headers)
             _ = gb_curl_setopt_data_cb(e.handle, CURLOPT_WRITEFUNCTION, bodyWriteCallback)
             _ = gb_curl_setopt_pointer(e.handle, CURLOPT_WRITEDATA, unmanaged.toOpaque())
@@ -101,12 +104,22 @@ public final class HTTPClient: Sendable {
                     return .success(())
                 } catch { return .failure(error) }
             }
-            if sink.value.overflow { return .failure(.tooLarge(url: redactedURL(url), limit: limit)) }
+            if sink.value.overflow || outcome.isFileSizeExceeded {
+                return .failure(.tooLarge(url: redactedURL(url), limit: limit))
+            }
             if case .failure(let err) = outcome { return .failure(.transport(err)) }
             return .success(HTTPResponse(status: e.responseCode(), contentType: e.contentType(),
                                          body: sink.value.bytes))
         }
         return try result.get()
+    }
+}
+
+extension Result where Failure == CurlError {
+    /// libcurl refused a body whose Content-Length is over CURLOPT_MAXFILESIZE.
+    var isFileSizeExceeded: Bool {
+        if case .failure(let e) = self { return e.code == Int(CURLE_FILESIZE_EXCEEDED.rawValue) }
+        return false
     }
 }
 
@@ -118,17 +131,35 @@ struct CurlEasySendable: @unchecked Sendable {
 
 struct BodySink {
     let limit: Int
+    let handle: UnsafeMutableRawPointer
     var bytes: [UInt8] = []
     var overflow = false
+
+    /// Makes room for the whole body at its first bytes when the server said its length: a
+    /// body of megabytes is then copied once, not through every doubling of the array.
+    mutating func reserveForContentLength() {
+        var length: curl_off_t = -1
+        _ = gb_curl_getinfo_offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        if length > 0 && length <= limit { bytes.reserveCapacity(Int(length)) }
+    }
 }
 
 private let bodyWriteCallback: gb_curl_data_cb = { ptr, size, count, user in
-    let n = size * count
+    // libcurl's sizes, saturated: a product or sum that wrapped would pass the limit check.
+    let n = size.multiplied(saturating: count)
     guard let user, let ptr else { return 0 }
     let box = Unmanaged<CallbackBox<BodySink>>.fromOpaque(user).takeUnretainedValue()
-    if box.value.bytes.count + n > box.value.limit {
+    if box.value.bytes.isEmpty { box.value.reserveForContentLength() }
+    let needed = box.value.bytes.count.adding(saturating: n)
+    if needed > box.value.limit {
         box.value.overflow = true
         return 0  // makes libcurl abort the transfer with CURLE_WRITE_ERROR
+    }
+    // A body of unsaid length past 64 KiB gets room for the whole limit at once: untouched pages
+    // of a large allocation take no memory, and the array is not copied at every doubling (a
+    // doubling from 4 to 8 MiB holds both).
+    if needed > box.value.bytes.capacity && box.value.bytes.capacity >= 1 << 16 {
+        box.value.bytes.reserveCapacity(box.value.limit)
     }
     ptr.withMemoryRebound(to: UInt8.self, capacity: n) {
         box.value.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: n))

@@ -47,7 +47,7 @@ public final class StreamingGet {
 
     public func perform(url: String, options: Options, delegate: StreamingGetDelegate) -> StreamEnd {
         let state = CallbackBox(TransferState(delegate: delegate, handle: easy.handle,
-                                               stallMs: options.stallSeconds * 1000, lastDataMs: monotonicMs()))
+                                               stallMs: options.stallSeconds.multiplied(saturating: 1000), lastDataMs: monotonicMs()))
         let unmanaged = Unmanaged.passRetained(state)
         defer { unmanaged.release() }
         let e = easy
@@ -113,7 +113,7 @@ private func streamState(_ user: UnsafeMutableRawPointer?) -> CallbackBox<Transf
 
 private let streamWriteCallback: gb_curl_data_cb = { ptr, size, count, user in
     let box = streamState(user)
-    let n = size * count
+    let n = size.multiplied(saturating: count)
     guard let ptr else { return 0 }
     box.value.lastDataMs = monotonicMs()
     if !box.value.gotHeaders {

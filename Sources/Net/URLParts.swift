@@ -1,3 +1,5 @@
+import Glibc
+
 /// A URL split into the parts this program uses: `scheme://[userinfo@]host[:port][/path][?query]`
 /// (RFC 3986 §3). The fragment is dropped: it never leaves the client. Nothing is
 /// percent-decoded; every part keeps the text it was written with, except the scheme, which is
@@ -72,6 +74,20 @@ public struct URLParts: Equatable, Sendable {
         if let hash = pathAndQuery.firstIndex(of: "#") { pathAndQuery = pathAndQuery[..<hash] }
         return URLParts(scheme: scheme.lowercased(), userinfo: userinfo, host: String(host), port: port,
                         pathAndQuery: String(pathAndQuery))
+    }
+
+    /// The host is this computer by name or address, so what is sent to it never crosses a
+    /// network: `localhost` (and `*.localhost`, RFC 6761), 127.0.0.0/8, ::1, ::ffff:127.0.0.0/104.
+    public var hostIsLoopback: Bool {
+        let name = host.lowercased().hasSuffix(".") ? String(host.lowercased().dropLast()) : host.lowercased()
+        if name == "localhost" || name.hasSuffix(".localhost") { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, name, &v6) == 1 else { return false }
+        let b = withUnsafeBytes(of: &v6) { Array($0) }
+        if b[0..<15].allSatisfy({ $0 == 0 }) && b[15] == 1 { return true }
+        return b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF && b[12] == 127
     }
 
     /// IPv6 literals need brackets in URLs: ::1 → [::1].

@@ -41,9 +41,10 @@ public final class WebSocketConnection: @unchecked Sendable {
     private var reader: WebSocketFrameReader
     private var closeSent = false
 
-    /// Connects and completes the upgrade handshake within `timeoutMs`.
+    /// Connects and completes the upgrade handshake within `timeoutMs`. Messages over
+    /// `messageLimit` up to `skipLimit` come out as `.skipped` (see `WebSocketFrameReader`).
     /// `origin` is sent only when given (Mopidy refuses foreign origins; none is fine).
-    public init(url: String, timeoutMs: Int = 5000, messageLimit: Int = 16 << 20,
+    public init(url: String, timeoutMs: Int = 5000, messageLimit: Int, skipLimit: Int = 0,
                 origin: String? = nil) throws(WebSocketError)
     {
         let shown = redactedURL(url)
@@ -69,7 +70,7 @@ public final class WebSocketConnection: @unchecked Sendable {
         _ = gb_curl_getinfo_socket(easy.handle, &fd)
         guard fd >= 0 else { throw .io(url: self.url, reason: "libcurl gave no socket") }
         socket = fd
-        reader = WebSocketFrameReader(messageLimit: messageLimit)
+        reader = WebSocketFrameReader(messageLimit: messageLimit, skipLimit: skipLimit)
 
         let keyBytes = (0..<16).map { _ in UInt8.random(in: 0...255) }
         let key = base64Encode(keyBytes)
@@ -88,8 +89,8 @@ public final class WebSocketConnection: @unchecked Sendable {
         wake.signal()
     }
 
-    /// The next text or binary message. Answers pings itself, ignores pongs. Throws when the
-    /// server closes, the framing is broken, or `interrupt()` is called.
+    /// The next text or binary message (or a skipped one). Answers pings itself, ignores pongs.
+    /// Throws when the server closes, the framing is broken, or `interrupt()` is called.
     public func receive() throws(WebSocketError) -> WebSocketMessage {
         while true {
             let message: WebSocketMessage?
@@ -105,7 +106,7 @@ public final class WebSocketConnection: @unchecked Sendable {
                     if !closeSent { try? sendFrame(.close, payload: closePayload(code == 1005 ? 1000 : code)) }
                     closeSent = true
                     throw .closed(url: url, code: code, reason: reason)
-                case .text, .binary: return message
+                case .text, .binary, .skipped: return message
                 }
                 continue
             }

@@ -8,6 +8,9 @@ public enum WebSocketMessage: Equatable, Sendable {
     case pong([UInt8])
     /// Close frame: status code (1005 when none was sent) and reason.
     case close(code: UInt16, reason: String)
+    /// A text or binary message over the reader's `messageLimit`, read past without being held
+    /// (see `skipLimit`): how many bytes it had.
+    case skipped(bytes: Int)
 }
 
 public enum WebSocketProtocolError: Error, Equatable, CustomStringConvertible, Sendable {
@@ -46,13 +49,29 @@ enum Opcode: UInt8 {
 /// message, bounded by `messageLimit`.
 public struct WebSocketFrameReader: Sendable {
     public let messageLimit: Int
+    /// A message over `messageLimit` but not over this is read past: its bytes are dropped as
+    /// they arrive and it comes out as `.skipped`, and the connection goes on. A larger one (or
+    /// any, when this is not above `messageLimit`) is a protocol error.
+    public let skipLimit: Int
     private var buffer: [UInt8] = []
     private var start = 0
     private var fragments: [UInt8] = []
     private var fragmentOpcode: Opcode? = nil
+    /// The message being read past, if any.
+    private var skip: Skip? = nil
 
-    public init(messageLimit: Int = 16 << 20) {
+    private struct Skip {
+        /// Bytes of the message dropped so far.
+        var dropped: Int
+        /// Bytes of its current frame still to drop.
+        var frameLeft: Int
+        /// The current frame ends the message.
+        var last: Bool
+    }
+
+    public init(messageLimit: Int = 16 << 20, skipLimit: Int = 0) {
         self.messageLimit = messageLimit
+        self.skipLimit = skipLimit
     }
 
     /// Bytes held but not yet returned as messages.
@@ -70,10 +89,42 @@ public struct WebSocketFrameReader: Sendable {
     /// broken: the caller must close it.
     public mutating func next() throws(WebSocketProtocolError) -> WebSocketMessage? {
         while true {
-            guard let frame = try parseFrame() else { return nil }
-            if let message = try assemble(frame) { return message }
+            if var s = skip, s.frameLeft > 0 || s.last {
+                let n = min(buffer.count - start, s.frameLeft)
+                start += n
+                s.dropped += n
+                s.frameLeft -= n
+                skip = s
+                if s.frameLeft > 0 { return nil }
+                if s.last {
+                    skip = nil
+                    releaseConsumedBuffer()
+                    return .skipped(bytes: s.dropped)
+                }
+                continue
+            }
+            switch try parseFrame() {
+            case nil: return nil
+            case .skipping?: continue
+            case .frame(let frame)?:
+                if let message = try assemble(frame) {
+                    releaseConsumedBuffer()
+                    return message
+                }
+            }
         }
     }
+
+    /// Once every byte held is returned, a buffer grown for a large message is let go: it would
+    /// otherwise stay allocated at that size for the life of the connection.
+    private mutating func releaseConsumedBuffer() {
+        guard start == buffer.count, buffer.capacity > 1 << 16 else { return }
+        buffer = []
+        start = 0
+    }
+
+    /// Bytes the reader holds allocated (for tests of its memory).
+    public var capacity: Int { buffer.capacity + fragments.capacity }
 
     private struct Frame {
         let fin: Bool
@@ -81,7 +132,14 @@ public struct WebSocketFrameReader: Sendable {
         let payload: ArraySlice<UInt8>
     }
 
-    private mutating func parseFrame() throws(WebSocketProtocolError) -> Frame? {
+    private enum Parsed {
+        case frame(Frame)
+        /// A frame whose payload is dropped as it arrives (`skip`).
+        case skipping
+    }
+
+    /// The next frame, nil when more bytes are needed.
+    private mutating func parseFrame() throws(WebSocketProtocolError) -> Parsed? {
         let avail = buffer.count - start
         guard avail >= 2 else { return nil }
         let b0 = buffer[start], b1 = buffer[start + 1]
@@ -100,7 +158,7 @@ public struct WebSocketFrameReader: Sendable {
             var l: UInt64 = 0
             for i in 0..<8 { l = l << 8 | UInt64(buffer[start + 2 + i]) }
             if l >> 63 != 0 || l <= 0xFFFF { throw .invalidLength }
-            guard l <= UInt64(messageLimit) else { throw .messageTooLarge(limit: messageLimit) }
+            guard l <= UInt64(max(messageLimit, skipLimit)) else { throw .messageTooLarge(limit: messageLimit) }
             length = Int(l)
             header = 10
         }
@@ -108,14 +166,28 @@ public struct WebSocketFrameReader: Sendable {
         if isControl {
             if length > 125 { throw .controlFrameTooLong(length) }
             if b0 & 0x80 == 0 { throw .fragmentedControlFrame }
+        } else if let s = skip {
+            // The rest of a message being read past: its continuation frames go the same way.
+            guard opcode == .continuation else { throw .expectedContinuation }
+            guard s.dropped + length <= skipLimit else { throw .messageTooLarge(limit: messageLimit) }
+            start += header
+            skip = Skip(dropped: s.dropped, frameLeft: length, last: b0 & 0x80 != 0)
+            return .skipping
         } else if length > messageLimit || fragments.count + length > messageLimit {
-            throw .messageTooLarge(limit: messageLimit)
+            guard fragments.count + length <= skipLimit else { throw .messageTooLarge(limit: messageLimit) }
+            if opcode == .continuation && fragmentOpcode == nil { throw .unexpectedContinuation }
+            if opcode != .continuation && fragmentOpcode != nil { throw .expectedContinuation }
+            start += header
+            skip = Skip(dropped: fragments.count, frameLeft: length, last: b0 & 0x80 != 0)
+            fragments = []
+            fragmentOpcode = nil
+            return .skipping
         }
         guard avail >= header + length else { return nil }
         let from = start + header
         let payload = buffer[from..<(from + length)]
         start = from + length
-        return Frame(fin: b0 & 0x80 != 0, opcode: opcode, payload: payload)
+        return .frame(Frame(fin: b0 & 0x80 != 0, opcode: opcode, payload: payload))
     }
 
     private mutating func assemble(_ f: Frame) throws(WebSocketProtocolError) -> WebSocketMessage? {

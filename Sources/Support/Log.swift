@@ -3,7 +3,8 @@ import Synchronization
 
 /// Log lines on stderr (journald takes them from there under systemd). Every line passes through
 /// the secret scrubber, so a password that reached a message by mistake (say, inside a URL in a
-/// library's error text) is printed as `***` — the code must not rely on it, but it is the net.
+/// library's error text) is printed as `***`, and so are the credentials of any URL written
+/// `scheme://user:password@host` — the code must not rely on it, but it is the net.
 public enum Log {
     public enum Level: Int, Comparable, Sendable {
         case error = 0, warning, info, debug
@@ -29,10 +30,16 @@ public enum Log {
     public static func setLevel(_ level: Level) { config.withLock { $0.level = level } }
     public static var level: Level { config.withLock { $0.level } }
 
-    /// Registers a secret that must never be printed.
+    /// Registers a secret that must never be printed, however short: a short password is the
+    /// easiest to guess from a log, and every place it stands in a line is replaced.
     public static func addSecret(_ secret: String) {
-        guard secret.count >= 3 else { return }
-        config.withLock { if !$0.secrets.contains(secret) { $0.secrets.append(secret) } }
+        guard !secret.isEmpty else { return }
+        config.withLock { c in
+            guard !c.secrets.contains(secret) else { return }
+            c.secrets.append(secret)
+            // The longest first: a secret inside another must not leave the rest of that one.
+            c.secrets.sort { $0.count > $1.count }
+        }
     }
 
     /// Sends lines to `sink` as well as stderr (tests use it).
@@ -40,9 +47,29 @@ public enum Log {
 
     public static func scrub(_ text: String) -> String {
         let secrets = config.withLock { $0.secrets }
-        var out = text
+        var out = redactingURLCredentials(text)
         for s in secrets where out.contains(s) { out = out.replacing(s, with: "***") }
         return out
+    }
+
+    /// `text` with the user info of every `scheme://user:password@host` in it replaced by `***`.
+    /// An authority ends at '/', '?', '#', white space or a quote; its credentials are what
+    /// stands before its last '@'.
+    static func redactingURLCredentials(_ text: String) -> String {
+        guard text.contains("@"), text.contains("://") else { return text }
+        let ends: Set<Character> = ["/", "?", "#", " ", "\t", "\n", "\r", "\"", "'", "<", ">", "`"]
+        var out = ""
+        var rest = text[...]
+        while let sep = rest.firstRange(of: "://") {
+            out += rest[..<sep.upperBound]
+            rest = rest[sep.upperBound...]
+            let end = rest.firstIndex(where: ends.contains) ?? rest.endIndex
+            if let at = rest[..<end].lastIndex(of: "@") {
+                out += "***"
+                rest = rest[at...]
+            }
+        }
+        return out + rest
     }
 
     public static func write(_ level: Level, _ message: @autoclosure () -> String) { emit(level, message) }
@@ -54,7 +81,8 @@ public enum Log {
     private static func emit(_ level: Level, _ message: () -> String) {
         let (enabled, sink) = config.withLock { ($0.level >= level, $0.sink) }
         guard enabled else { return }
-        let line = "groove-bridge: [\(level.tag)] " + scrub(message()) + "\n"
+        // One line per message, whatever a server put in a title.
+        let line = "groove-bridge: [\(level.tag)] " + terminalSafe(scrub(message())) + "\n"
         fputs(line, stderr)
         sink?(line)
     }

@@ -116,19 +116,3 @@ public func findExecutable(_ name: String) -> String? {
     }
     return nil
 }
-
-/// Starts a program and does not wait for it (e.g. xdg-open). posix_spawn is safe in a
-/// threaded process, unlike fork without exec.
-public func spawnDetached(_ argv: [String]) {
-    var pid: pid_t = 0
-    var cargs = argv.map { strdup($0) } + [nil]
-    defer { for a in cargs { free(a) } }
-    let rc = posix_spawn(&pid, argv[0], nil, nil, &cargs, environ)
-    if rc != 0 { Log.warning("cannot start \(argv[0]): \(String(cString: strerror(rc)))"); return }
-    // Reap it in the background so it does not stay a zombie.
-    let child = pid
-    startThread(name: "reaper") {
-        var status: Int32 = 0
-        waitpid(child, &status, 0)
-    }
-}

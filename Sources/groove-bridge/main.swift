@@ -131,19 +131,25 @@ func runStatus(json: Bool) -> Never {
         let reply = try bus.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                  interface: MPRISService.statusInterface, member: "Status")
         guard let text = reply.first?.stringValue else { fail("the bridge sent no status", code: 1) }
-        if json { print(text); exit(0) }
-        guard case .object(let o)? = try? JSON.parse(text) else { print(text); exit(0) }
+        // Titles and errors come from the server: nothing in them may act on the terminal.
+        guard case .object(let o)? = try? JSON.parse(text) else { print(terminalSafe(text)); exit(0) }
+        if json { print(JSON.object(o).serialized()); exit(0) }
         let width = (o.keys.map(\.count).max() ?? 0) + 2
         for k in o.keys.sorted() {
             let v = o[k]!
-            let label = k.replacing("_", with: " ") + ":"
-            print(label + String(repeating: " ", count: max(1, width - label.count)) + (v.string ?? v.serialized()))
+            let label = terminalSafe(k.replacing("_", with: " ")) + ":"
+            print(label + String(repeating: " ", count: max(1, width - label.count)) + terminalSafe(v.string ?? v.serialized()))
         }
         exit(0)
     } catch {
         fail("no groove-bridge is running on the session bus (\(error.message))", code: 1)
     }
 }
+
+returnLargeBlocksToTheSystem()
+
+// Before anything reads the password: no core dump or ptrace of a process that holds it.
+if let why = forbidCoreDumps() { Log.warning("core dumps stay allowed: \(why)") }
 
 let options = parseCommandLine(Array(CommandLine.arguments.dropFirst()))
 if options.status { runStatus(json: options.json) }
@@ -152,6 +158,9 @@ let config: Config
 do throws(ConfigError) { config = try loadConfig(options) } catch { fail(error.message, code: 1) }
 Log.debug("configuration: \(config)")
 TLSTrust.use(caFile: config.caFile)
+// Once here, and on a reload only when it says something new: never per reconnect.
+var passwordWarning = config.unencryptedPasswordWarning
+if let passwordWarning { Log.warning(passwordWarning) }
 
 // Before any thread starts: setenv is not safe against other threads' getenv.
 PulseSink.prepareEnvironment()
@@ -170,8 +179,9 @@ do throws(DBusFailure) { bus = try DBusConnection() } catch {
 }
 let mainThread = pthread_self()
 nonisolated(unsafe) var stopping = false  // written by the main thread before bus.stop()
-let bridge = Bridge(config: config, layouts: layouts(config),
-                    artDirectory: ArtCache.defaultDirectory(environment: currentEnvironment()), onQuit: {
+let artDirectory = ArtCache.defaultDirectory(environment: currentEnvironment())
+if artDirectory == nil { Log.info("no cover art: neither XDG_CACHE_HOME nor HOME is set, so there is no cache for it") }
+let bridge = Bridge(config: config, layouts: layouts(config), artDirectory: artDirectory ?? "", onQuit: {
     Log.info("Quit requested over MPRIS")
     pthread_kill(mainThread, SIGTERM)
 })
@@ -199,6 +209,8 @@ while true {
         do throws(ConfigError) {
             let new = try loadConfig(options)
             TLSTrust.use(caFile: new.caFile)
+            if let w = new.unencryptedPasswordWarning, w != passwordWarning { Log.warning(w) }
+            passwordWarning = new.unencryptedPasswordWarning
             bridge.reload(new)
         } catch {
             Log.error("configuration not reloaded: \(error.message)")

@@ -7,49 +7,23 @@ GET  /art/MODE    404 | endless (a JPEG that never ends) | huge (50 MB) | html |
 GET  /ws/MODE     (WebSocket) fragmented | pingflood | garbage | oversize | badaccept |
                   nohandshake | close | binary | invalidjson
 """
-import base64
-import hashlib
 import json
 import os
-import socket
-import socketserver
 import sys
 import threading
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ of fixturelib in the source tree
 import fixturelib
+from fixturelib import frame
 
-GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 EVENT = json.dumps({"event": "volume_changed", "volume": 42}).encode()
 counts = {}
 lock = threading.Lock()
 
 
-def frame(op, payload, fin=True):
-    n = len(payload)
-    head = bytes([(0x80 if fin else 0) | op])
-    if n < 126:
-        head += bytes([n])
-    elif n < 65536:
-        head += bytes([126]) + n.to_bytes(2, "big")
-    else:
-        head += bytes([127]) + n.to_bytes(8, "big")
-    return head + payload
-
-
-class Handler(socketserver.BaseRequestHandler):
-    def handle(self):
-        s = self.request
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(4096)
-            if not chunk:
-                return
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _ = lines[0].split(" ", 2)
-        headers = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+class Handler(fixturelib.RequestHandler):
+    def serve(self, s, method, path, headers, body):
         with lock:
             counts[path] = counts.get(path, 0) + 1
         if path.startswith("/count/"):
@@ -66,8 +40,7 @@ class Handler(socketserver.BaseRequestHandler):
         self.reply(s, 404, b"no", "text/plain")
 
     def reply(self, s, status, body, ctype):
-        s.sendall(f"HTTP/1.1 {status} X\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
-                  f"Connection: close\r\n\r\n".encode() + body)
+        fixturelib.reply(s, status, body, ctype)
 
     def rpc(self, s, mode, req):
         rid = req.get("id")
@@ -115,11 +88,8 @@ class Handler(socketserver.BaseRequestHandler):
         if mode == "nohandshake":
             time.sleep(30)
             return
-        accept = base64.b64encode(hashlib.sha1(headers.get("sec-websocket-key", "").encode() + GUID).digest()).decode()
-        if mode == "badaccept":
-            accept = "AAAA" + accept[4:]
-        s.sendall(f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  f"Sec-WebSocket-Accept: {accept}\r\n\r\n".encode())
+        accept = fixturelib.ws_accept(headers)
+        fixturelib.ws_handshake(s, headers, "AAAA" + accept[4:] if mode == "badaccept" else accept)
         if mode == "fragmented":
             s.sendall(frame(1, EVENT[:10], fin=False) + frame(9, b"hi") + frame(0, EVENT[10:20], fin=False))
             time.sleep(0.2)
@@ -138,12 +108,7 @@ class Handler(socketserver.BaseRequestHandler):
         elif mode == "invalidjson":
             s.sendall(frame(1, b"{not json") + frame(1, b'{"event": "volume_changed", "volume": "loud"}') + frame(1, EVENT))
         # Keep the connection until the client goes (pongs and close frames are read and dropped).
-        s.settimeout(10)
-        try:
-            while s.recv(65536):
-                pass
-        except OSError:
-            pass
+        fixturelib.drain(s)
 
 
 fixturelib.serve(Handler)

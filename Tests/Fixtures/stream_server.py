@@ -17,6 +17,7 @@ import sys
 import time
 import urllib.parse
 
+sys.dont_write_bytecode = True  # no __pycache__ of fixturelib in the source tree
 import fixturelib
 
 ROOT = sys.argv[1]
