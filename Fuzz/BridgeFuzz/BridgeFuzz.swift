@@ -85,7 +85,7 @@ struct Choices {
         case 9: return .streamTitleChanged(string())
         case 10: return .muteChanged(bool())
         case 11: return .playlistsLoaded
-        case 12: return .playlistChanged
+        case 12: return bool() ? .playlistChanged : .playlistDeleted
         default: return .other(string())
         }
     }

@@ -187,19 +187,26 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         artWanted.withLock { $0 = track }
         artWorker.submit { [weak self] in
             guard let self, let track = artWanted.withLock({ w in defer { w = nil }; return w }) else { return }
-            var file: String? = nil
-            do {
-                if let image = try client.images(for: track.uri).first {
-                    file = try art.localURI(for: image.uri, base: client.endpoints.httpBase)
-                } else {
-                    Log.debug("cover art: none for \(track.uri)")
-                }
-            } catch {
-                Log.warning("cover art for \(track.uri): \(error)")
-            }
-            loop.submit(.artReady(trackURI: track.uri, file: file), whenFull: .wait)
+            loop.submit(.artReady(trackURI: track.uri, file: coverFile(for: track)), whenFull: .wait)
         }
     }
+
+    /// The cached cover of a track as a file:// URI, or nil: it has none, it could not be
+    /// fetched (said in the log), or there is no cache (no XDG_CACHE_HOME nor HOME; main said so).
+    private func coverFile(for track: Track) -> String? {
+        guard !art.directory.isEmpty else { return nil }
+        do {
+            guard let image = try client.images(for: track.uri).first else {
+                Log.debug("cover art: none for \(track.uri)")
+                return nil
+            }
+            return try art.localURI(for: image.uri, base: client.endpoints.httpBase)
+        } catch {
+            Log.warning("cover art for \(track.uri): \(error)")
+            return nil
+        }
+    }
+
 
     // MARK: - Inputs from the other threads (each hands on and returns at once)
 

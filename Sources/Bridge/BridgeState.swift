@@ -253,7 +253,7 @@ extension MopidyEvent {
              .playbackStateChanged, .seeked, .streamTitleChanged:
             return true
         case .tracklistChanged, .optionsChanged, .volumeChanged, .muteChanged, .playlistsLoaded,
-             .playlistChanged, .other:
+             .playlistChanged, .playlistDeleted, .other:
             return false
         }
     }

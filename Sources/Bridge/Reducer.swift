@@ -137,7 +137,7 @@ extension BridgeState {
             guard let cur = server.current, title != cur.track.name, !title.isEmpty else { break }
             let uri = cur.track.uri
             if uri.hasPrefix("http") || uri.hasPrefix("stream") || cur.track.name == nil { server.streamTitle = title }
-        case .playlistsLoaded, .playlistChanged:
+        case .playlistsLoaded, .playlistChanged, .playlistDeleted:
             refresh(.playlists, &fx)
         case .muteChanged, .other:
             break

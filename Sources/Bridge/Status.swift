@@ -16,6 +16,7 @@ extension Bridge {
             "config": .string(s.config.description),
         ]
         if let e = s.lastError { o["last_error"] = .string(Log.scrub(e)) }
+        if let w = s.config.unencryptedPasswordWarning { o["password_warning"] = .string(w) }
         if let t = s.server.current?.track.name { o["title"] = .string(t) }
         if let stream {
             let f = stream.currentFigures

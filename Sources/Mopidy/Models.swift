@@ -115,6 +115,7 @@ public enum MopidyEvent: Equatable, Sendable {
     case streamTitleChanged(String)
     case playlistsLoaded
     case playlistChanged
+    case playlistDeleted
     /// A well-formed event this client does not use; logged at debug and ignored.
     case other(String)
 }
@@ -181,6 +182,7 @@ extension MopidyEvent {
             return .streamTitleChanged(t)
         case "playlists_loaded": return .playlistsLoaded
         case "playlist_changed": return .playlistChanged
+        case "playlist_deleted": return .playlistDeleted
         default: return .other(name)
         }
     }

@@ -26,6 +26,7 @@ final class MopidyDecodingTests: XCTestCase {
             (#"{"event":"options_changed"}"#, .optionsChanged),
             (#"{"event":"playlists_loaded"}"#, .playlistsLoaded),
             (#"{"event":"playlist_changed","playlist":{}}"#, .playlistChanged),
+            (#"{"event":"playlist_deleted","uri":"m3u:a.m3u8"}"#, .playlistDeleted),
             (#"{"event":"track_playback_paused","tl_track":null,"time_position":5}"#, .trackPlaybackPaused(nil, positionMs: 5)),
             (#"{"event":"some_future_event"}"#, .other("some_future_event")),
         ]

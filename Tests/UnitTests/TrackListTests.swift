@@ -204,5 +204,9 @@ final class TrackListTests: XCTestCase {
         _ = r.take()
         r.feed(.reply(.playlists([renamed, b])))
         XCTAssertEqual(r.take(), ["position 0 ms", "PlaylistChanged A, renamed"], "(a name is no property)")
+        r.feed(.event(.playlistDeleted))
+        XCTAssertEqual(r.take(), ["call refreshPlaylists"])
+        r.feed(.reply(.playlists([b])))
+        XCTAssertEqual(r.take(), ["PlaylistCount=1"])
     }
 }
