@@ -91,7 +91,7 @@ struct Choices {
     }
 
     mutating func call() -> MopidyCall {
-        pick([.resync, .refreshNeighbours, .refreshOptions, .play, .resume, .pause, .stop, .next, .previous,
+        pick([.resync(generation: Int(byte() % 4)), .refreshNeighbours, .refreshOptions, .play, .resume, .pause, .stop, .next, .previous,
               .seek(ms: int()), .setVolume(int()), .setLoop(pick([.none, .track, .playlist])), .setRandom(bool()),
               .open(uri: string()), .refreshTracklist, .refreshPlaylists,
               .addTrack(uri: string(), afterTlid: bool() ? nil : int(), play: bool()), .removeTrack(tlid: int()),
@@ -106,6 +106,7 @@ struct Choices {
         case 0:
             var s = Snapshot(rpcURL: string(), current: track(), state: state(), positionMs: int(), volume: bool() ? nil : int())
             s.repeatOn = bool(); s.single = bool(); s.random = bool()
+            s.generation = Int(byte() % 4)
             s.nextTlid = bool() ? nil : int(); s.previousTlid = bool() ? nil : int()
             s.uriSchemes = bool() ? [] : ["local", string()]
             return .synced(s)

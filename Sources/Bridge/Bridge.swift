@@ -56,6 +56,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Returns the bus name taken, or nil when another bridge owns the name and
     /// `allowInstance` is false.
     public func start(connection: DBusConnection, allowInstance: Bool) throws(DBusFailure) -> String? {
+        // Read before the loop's thread can run: from here on `state` is that thread's.
+        let autoplay = state.config.autoplay
         let service = MPRISService(connection: connection, controller: self, initial: state.published,
                                    status: { [weak self] in self?.statusJSON() ?? "{}" })
         guard let name = try service.publish(allowInstance: allowInstance) else { return nil }
@@ -64,7 +66,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         let events = MopidyEventStream(urls: layouts.map(\.wsURL), delegate: self)
         self.events = events
         events.start()
-        if state.config.autoplay { stream?.play() }
+        if autoplay { stream?.play() }
         return name
     }
 
@@ -79,9 +81,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     // MARK: - The runner (on "bridge")
 
     private func run(_ input: Input) {
-        let moment = Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0)
-        let effects = state.reduce(input, at: moment)
-        latest.withLock { $0 = state }
+        let effects = state.reduce(input, at: now)
+        latest.withLock { $0 = state.view }
         loop.wake(atMs: state.nextDeadlineMs)
         for e in effects { perform(e) }
     }
@@ -113,6 +114,9 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
 
     static let browser: String? = findExecutable("xdg-open")
 
+    /// The moment as the reducer is told it: the clock, and the stream's measured delay.
+    private var now: Moment { Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0) }
+
     // MARK: - Mopidy calls (on "mopidy-rpc")
 
     private func call(_ c: MopidyCall) {
@@ -126,10 +130,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
 
     private func execute(_ c: MopidyCall) throws(MopidyError) -> Reply {
         switch c {
-        case .resync:
+        case .resync(let generation):
             let tl = try client.currentTlTrack()
             var s = Snapshot(rpcURL: client.endpoints.rpcURL, current: tl, state: try client.state(),
                              positionMs: try client.timePositionMs(), volume: try client.volume())
+            s.generation = generation
             s.repeatOn = try client.option("repeat")
             s.single = try client.option("single")
             s.random = try client.option("random")
@@ -244,7 +249,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// The delay between the server's timeline and what leaves the speaker here, while this
     /// computer plays the stream; 0 otherwise.
     public var heardDelayMs: Int {
-        let m = Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0)
+        let m = now
         return latest.withLock { $0.heardDelayMs(m) }
     }
 

@@ -29,6 +29,10 @@ enum BridgeTuning {
     /// Mopidy's changes to its tracklist come in bursts (clear, then add: one event each): they
     /// are fetched this long after the first, once, so a replaced list is one TrackListReplaced.
     static let trackListSettleMs = 50
+    /// Events that arrive while Mopidy's state is fetched wait, at most this many, to be applied
+    /// on top of it; past that it is fetched again instead (a burst from the server must not
+    /// grow memory, and so much change would make the fetch stale anyway).
+    static let maxDeferredEvents = 256
 }
 
 /// When an input is reduced, as the runner saw it: the reducer reads no clock and no other
@@ -66,7 +70,9 @@ public enum Input: Sendable {
 
 /// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
 public enum MopidyCall: Equatable, Sendable {
-    case resync, refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists
+    /// The whole state; `generation` tells its answer from an older fetch's.
+    case resync(generation: Int)
+    case refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists
     case play, resume, pause, stop, next, previous
     case seek(ms: Int)
     case setVolume(Int)
@@ -102,7 +108,7 @@ public enum MopidyCall: Equatable, Sendable {
     var name: String {
         switch self {
         case .resync: return "resync"
-        case .refreshNeighbours: return "tracklist"
+        case .refreshNeighbours: return "next/previous"
         case .refreshOptions: return "options"
         case .refreshTracklist: return "tracklist"
         case .refreshPlaylists: return "playlists"
@@ -139,6 +145,8 @@ public enum Reply: Sendable {
 
 /// Mopidy's whole state, fetched after every (re)connect.
 public struct Snapshot: Equatable, Sendable {
+    /// The fetch it answers (`MopidyCall.resync`).
+    public var generation = 0
     public var rpcURL: String
     public var current: TlTrack?
     public var state: PlaybackState
@@ -186,13 +194,16 @@ public struct BridgeState: Sendable {
     /// The newest stream status taken; an older one arriving late is dropped.
     var streamSequence = Int.min
     /// Mopidy's timeline events held until they are heard here, in order of due time.
-    var held = FIFO<(dueMs: Int, heldMs: Int, event: MopidyEvent)>()
+    var held = FIFO<Held>()
     var lastDueMs = 0
     /// When Next/Previous/OpenUri last went out through the bridge.
     var userChangedTrackAtMs: Int? = nil
     /// A full fetch is under way; events wait in `deferred` and are applied on top of it.
     var syncing = false
     var deferred: [MopidyEvent] = []
+    var resyncGeneration = 0
+    /// More arrived during the fetch than is kept: fetch again when it is in.
+    var resyncAgain = false
     var resyncAtMs: Int? = nil
     /// When the tracklist is fetched, once its changes settled.
     var tracklistAtMs: Int? = nil
@@ -216,6 +227,12 @@ public struct BridgeState: Sendable {
 
     enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
 
+    struct Held: Sendable {
+        var dueMs: Int
+        var heldMs: Int
+        var event: MopidyEvent
+    }
+
     public init(config: Config, canRaise: Bool) {
         self.config = config
         streamConfig = config.effectiveStreamURL.map { BridgeState.streamConfig(config, url: $0) }
@@ -231,7 +248,17 @@ public struct BridgeState: Sendable {
 
     var hasStream: Bool { streamConfig != nil }
 
-    /// When the runner should hand in `.due`: the next held event, or a resync to retry.
+    /// A copy for other threads to read (status): without the queues of held and deferred events,
+    /// so that keeping the copy does not make the next append to them copy them whole.
+    public var view: BridgeState {
+        var v = self
+        v.held = FIFO()
+        v.deferred = []
+        return v
+    }
+
+    /// When the runner should hand in `.due`: the next held event, a resync to retry, or the
+    /// tracklist to fetch once its changes settled.
     public var nextDeadlineMs: Int? {
         [held.first?.dueMs, resyncAtMs, tracklistAtMs].compactMap { $0 }.min()
     }
@@ -262,4 +289,20 @@ extension MopidyEvent {
 func describe(_ t: Track?) -> String {
     guard let t else { return "nothing" }
     return t.artists.isEmpty ? (t.name ?? t.uri) : "\(t.artists.joined(separator: ", ")) – \(t.name ?? t.uri)"
+}
+
+extension MopidyEvent {
+    /// The event's kind, for log lines (a title can be long and is the server's text).
+    var name: String {
+        switch self {
+        case .trackPlaybackStarted(let tl): return "track_playback_started(\(tl.tlid))"
+        case .trackPlaybackPaused: return "track_playback_paused"
+        case .trackPlaybackResumed: return "track_playback_resumed"
+        case .trackPlaybackEnded: return "track_playback_ended"
+        case .playbackStateChanged(_, let new): return "playback_state_changed(\(new.rawValue))"
+        case .seeked(let ms): return "seeked(\(ms) ms)"
+        case .streamTitleChanged: return "stream_title_changed"
+        default: return "\(self)"
+        }
+    }
 }

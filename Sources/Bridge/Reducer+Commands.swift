@@ -31,6 +31,12 @@ extension BridgeState {
             userChangedTrackAtMs = m.nowMs
             call(c == .next ? .next : .previous, &fx)
         case .setPosition(let us):
+            // The track id was checked against the track heard here; while the server's next
+            // one is held back it would seek that one instead (the spec: a stale id does nothing).
+            if held.contains(where: { if case .trackPlaybackStarted = $0.event { return true }; return false }) {
+                fx.append(.log(.info, "seek: ignored, the track is changing"))
+                break
+            }
             call(.seek(ms: Int(us / 1000)), &fx)
         case .openURI(let uri):
             userChangedTrackAtMs = m.nowMs
@@ -93,6 +99,11 @@ extension BridgeState {
     }
 
     mutating func reload(_ new: Config, _ fx: inout [Effect]) {
+        // Leaving volume = local: this computer's gain goes back to full, Mopidy's mixer rules.
+        if config.volume == .local && new.volume != .local && server.localVolume != 1 {
+            server.localVolume = 1
+            if hasStream { fx.append(.stream(.volume(1))) }
+        }
         config = new
         server.volumeMode = new.volume
         // A change the stream sees reconnects it, and so does a reload while it is failed (the

@@ -8,18 +8,15 @@ extension BridgeState {
     // MARK: - This computer's stream
 
     /// While listening, the position is that of what is heard: it trails the house's by the
-    /// heard delay (`alignedDelayMs`). Otherwise it is the house's own.
+    /// heard delay (`alignedDelayMs`). Otherwise the house's position is its own, and what is
+    /// shown stays where listening stopped (`ServerState.frozen`).
     mutating func streamStatus(_ s: StreamStatus, _ m: Moment) {
         let wasActive = server.localActive
         server.localStream = s
         switch s {
         case .playing:
             // Listening starts (again): from here on, the position is what is heard.
-            if !listening && server.state == .playing {
-                let delay = heardDelayMs(m)
-                anchorPosition(server.serverPositionMs(nowUs: m.nowUs).subtracting(saturating: delay), m)
-                alignedDelayMs = delay
-            }
+            if !listening && server.state == .playing { anchorHeard(server.serverPositionMs(nowUs: m.nowUs), m) }
             listening = true
         case .paused, .stopped, .failed:
             // Listening stops: the house runs that much ahead of what was last heard, which stays
@@ -41,13 +38,14 @@ extension BridgeState {
         }
     }
 
-    /// While nothing is heard here the published position stays where listening stopped.
+    /// While nothing is heard here the published position stays where listening stopped; while
+    /// this computer listens to a paused house, it is the house's (paused) position.
     mutating func freezeOrRelease(_ m: Moment) {
         if server.stoppedHere {
             server.frozen = .init(positionMs: 0, sinceUs: m.nowUs)  // Play starts from 0
-        } else if server.hearing || server.state != .playing {
+        } else if server.hearing || (listening && server.state != .playing) {
             server.frozen = nil
-        } else if server.frozen == nil {
+        } else if server.frozen == nil && server.state == .playing {
             server.frozen = .init(positionMs: server.serverPositionMs(nowUs: m.nowUs), sinceUs: m.nowUs)
         }
     }
@@ -67,9 +65,13 @@ extension BridgeState {
         let stopped = p.playbackStatus == .stopped || published.playbackStatus == .stopped
         let jumped = sameTrack && !stopped
             && abs(now.subtracting(saturating: published.position(nowUs: m.nowUs))) > BridgeTuning.seekedThresholdUs
-        let signal = (seekedEvent && sameTrack) || jumped
+        // A `seeked` event is signalled when it moves what is shown (not while the shown position
+        // stays where listening stopped).
+        let moved = now != published.position(nowUs: m.nowUs)
+        let signal = (seekedEvent && sameTrack && !stopped && moved) || jumped
         seekedEvent = false
-        let lists = ListSignals.trackList(from: published.tracklist, to: p.tracklist).map { (MPRISInterface.trackList, $0) }
+        let lists = ListSignals.trackList(from: published.tracklist, to: p.tracklist, current: p.metadata.trackID)
+            .map { (MPRISInterface.trackList, $0) }
             + ListSignals.playlists(from: published.playlists, to: p.playlists).map { (MPRISInterface.playlists, $0) }
         if p != published {
             published = p

@@ -10,6 +10,16 @@ extension BridgeState {
     public mutating func reduce(_ input: Input, at m: Moment) -> [Effect] {
         var fx: [Effect] = []
         releaseDue(m, &fx)
+        // Deadlines are kept on every input, not only on `.due`: a steady flow of inputs (a burst
+        // of events) must not starve them.
+        if let at = resyncAtMs, at <= m.nowMs {
+            resyncAtMs = nil
+            if eventsConnected && !syncing { resync(&fx) }
+        }
+        if let at = tracklistAtMs, at <= m.nowMs {
+            tracklistAtMs = nil
+            refresh(.tracklist, &fx)
+        }
         switch input {
         case .eventsConnected:
             eventsConnected = true
@@ -20,12 +30,19 @@ extension BridgeState {
             eventReconnects = eventReconnects.adding(saturating: 1)
             resyncAtMs = nil
             endSync(m, &fx)
-            // Nothing plays that we could vouch for: say so rather than show stale data.
-            if server.state == .playing { anchorPosition(server.serverPositionMs(nowUs: m.nowUs), m) }
+            // What plays on is what this computer still hears (ServerState.status): the house's
+            // position runs on with it, as consumers extrapolate it.
             server.connected = false
-            server.state = .stopped
         case .event(let e):
-            if syncing { deferred.append(e) } else { route(e, m, &fx) }
+            if !syncing {
+                route(e, m, &fx)
+            } else if deferred.count < BridgeTuning.maxDeferredEvents {
+                deferred.append(e)
+            } else {
+                // Too much happened during the fetch to replay it: fetch again once it is in.
+                deferred = []
+                resyncAgain = true
+            }
         case .reply(let r):
             reply(r, m, &fx)
         case .streamStatus(let s, let sequence):
@@ -41,14 +58,7 @@ extension BridgeState {
             if let file { server.artURL = file }
             if config.notify { fx.append(.notify(track, artFile: file)) }
         case .due:
-            if let at = resyncAtMs, at <= m.nowMs {
-                resyncAtMs = nil
-                if eventsConnected && !syncing { resync(&fx) }
-            }
-            if let at = tracklistAtMs, at <= m.nowMs {
-                tracklistAtMs = nil
-                refresh(.tracklist, &fx)
-            }
+            break  // what is due was done above
         }
         freezeOrRelease(m)
         publish(m, &fx)
@@ -77,8 +87,8 @@ extension BridgeState {
         }
         let due = max(now.adding(saturating: delay), lastDueMs)
         lastDueMs = due
-        held.append((due, due - now, e))
-        fx.append(.log(.debug, "heard-now: holding \(e) for \(due - now) ms"))
+        held.append(Held(dueMs: due, heldMs: due - now, event: e))
+        fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms"))
     }
 
     /// Applies the held events that are due, each at the moment it became due.
@@ -99,12 +109,14 @@ extension BridgeState {
     mutating func apply(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
         switch e {
         case .trackPlaybackStarted(let tl):
-            let before = server.current?.track.uri
+            let before = server.current?.tlid
             server.setCurrent(tl)
             server.state = .playing
             anchorPosition(0, m)
+            if before != tl.tlid { trackChanged(m) }
             fx.append(.log(.info, "now playing: \(describe(tl.track))"))
-            if tl.track.uri != before { fx.append(.fetchArt(tl.track)) }
+            // setCurrent keeps the cover only for the same entry of the tracklist.
+            if server.artURL == nil { fx.append(.fetchArt(tl.track)) }
             refresh(.neighbours, &fx)
             settleTracklist(m)
         case .trackPlaybackPaused(_, let pos):
@@ -144,11 +156,26 @@ extension BridgeState {
         }
     }
 
+    /// The house's position is `ms` from now. While this computer listens that is what is shown;
+    /// while it does not, what is shown stays where listening stopped (a resync, another client's
+    /// seek or pause, the house pausing after Pause with control = server move only the house).
     mutating func anchorPosition(_ ms: Int, _ m: Moment) {
         alignedDelayMs = applyingHeldMs
         server.positionMs = max(0, ms)
         server.positionAnchorUs = m.nowUs
-        server.frozen = nil  // frozen again at the new place if nothing is heard
+        if listening { server.frozen = nil }
+    }
+
+    /// The house's position as heard here: `ms` (the server's) less the heard delay.
+    mutating func anchorHeard(_ ms: Int, _ m: Moment) {
+        let delay = server.state == .playing ? heardDelayMs(m) : 0
+        anchorPosition(ms.subtracting(saturating: delay), m)
+        alignedDelayMs = delay
+    }
+
+    /// Another track is current: a position shown while nothing is heard starts again at 0.
+    mutating func trackChanged(_ m: Moment) {
+        if server.frozen != nil { server.frozen = .init(positionMs: 0, sinceUs: m.nowUs) }
     }
 
     // MARK: - Mopidy's replies
@@ -156,14 +183,15 @@ extension BridgeState {
     mutating func reply(_ r: Reply, _ m: Moment, _ fx: inout [Effect]) {
         switch r {
         case .synced(let s):
-            let before = server.current?.track.uri
+            // Only the answer to the newest fetch, while the events it goes with still flow.
+            guard s.generation == resyncGeneration, eventsConnected else { break }
+            let before = server.current
             server.connected = true
             server.setCurrent(s.current)
+            if before?.tlid != s.current?.tlid { trackChanged(m) }
             server.state = s.state
             // The position heard here trails the server's by the stream delay.
-            let delay = s.state == .playing ? heardDelayMs(m) : 0
-            anchorPosition(s.positionMs.subtracting(saturating: delay), m)
-            alignedDelayMs = delay
+            anchorHeard(s.positionMs, m)
             server.volume = s.volume
             server.repeatOn = s.repeatOn; server.single = s.single; server.random = s.random
             server.nextTlid = s.nextTlid; server.previousTlid = s.previousTlid
@@ -172,7 +200,7 @@ extension BridgeState {
             held.removeAll()
             lastDueMs = 0
             fx.append(.log(.info, "Mopidy at \(s.rpcURL): \(describe(s.current?.track)) [\(s.state.rawValue)]"))
-            if let tl = s.current, tl.track.uri != before || server.artURL == nil { fx.append(.fetchArt(tl.track)) }
+            if let tl = s.current, tl.track.uri != before?.track.uri || server.artURL == nil { fx.append(.fetchArt(tl.track)) }
             refresh(.tracklist, &fx)
             refresh(.playlists, &fx)
             endSync(m, &fx)
@@ -200,7 +228,8 @@ extension BridgeState {
             lastError = reason
             fx.append(.log(.warning, "\(call.name): \(reason)"))
             switch call {
-            case .resync:
+            case .resync(let generation):
+                guard generation == resyncGeneration else { break }
                 endSync(m, &fx)
                 if eventsConnected { resyncAtMs = m.nowMs.adding(saturating: BridgeTuning.resyncRetryMs) }
             case .refreshNeighbours: refreshed(.neighbours, &fx)
@@ -219,12 +248,17 @@ extension BridgeState {
 
     mutating func resync(_ fx: inout [Effect]) {
         syncing = true
-        fx.append(.call(.resync))
+        resyncAgain = false
+        deferred = []
+        resyncGeneration = resyncGeneration.adding(saturating: 1)
+        fx.append(.call(.resync(generation: resyncGeneration)))
     }
 
-    /// The fetch is over (or will not come): what arrived meanwhile applies on top, in order.
+    /// The fetch is over (or will not come): what arrived meanwhile applies on top, in order; if
+    /// more arrived than is kept, a new fetch instead.
     mutating func endSync(_ m: Moment, _ fx: inout [Effect]) {
         syncing = false
+        if resyncAgain && eventsConnected { return resync(&fx) }
         let waiting = deferred
         deferred = []
         for e in waiting { route(e, m, &fx) }

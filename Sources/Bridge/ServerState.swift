@@ -129,8 +129,8 @@ public struct ServerState: Equatable, Sendable {
         let local = localVolume.isFinite ? min(1, max(0, localVolume)) : 1
         p.volume = volumeMode == .local ? local : Double(min(100, max(0, volume ?? 100))) / 100
         // The position moves only while the music is heard; otherwise it stays where listening
-        // stopped. Stopped is at 0.
-        if stoppedHere {
+        // stopped. Stopped is at 0 (the spec: Play after Stop starts the track again).
+        if stoppedHere || p.playbackStatus == .stopped {
             p.positionUs = 0
         } else if !hearing, let f = frozen {
             p.positionUs = Int64(f.positionMs).multiplied(saturating: 1000)

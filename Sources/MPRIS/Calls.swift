@@ -161,7 +161,9 @@ public struct MPRISCalls {
                   let after = call.args[1].objectPathValue, let play = call.args[2].boolValue else { break }
             if let refused = unsupported(uri) { return refused }
             if after == TrackMetadata.noTrackID {
-                commands.append(.addTrack(uri: uri, afterTlid: nil, play: play))
+                // The start of Tracks, which begins with the current track: right after it (before
+                // it, the new track would not be in Tracks at all).
+                commands.append(.addTrack(uri: uri, afterTlid: TrackMetadata.tlid(of: state.metadata.trackID), play: play))
             } else if let tlid = knownTlid(call.args[1]) {
                 commands.append(.addTrack(uri: uri, afterTlid: tlid, play: play))
             }
@@ -203,16 +205,16 @@ public struct MPRISCalls {
     private mutating func properties(_ call: MethodCall) -> MethodReply {
         switch call.member {
         case "Get":
-            guard expect(call, "ss") == nil, let iface = call.args[0].stringValue, let name = call.args[1].stringValue else {
-                return expect(call, "ss") ?? .invalidArgs("Get takes two strings")
+            if let bad = expect(call, "ss") { return bad }
+            guard let iface = call.args[0].stringValue, let name = call.args[1].stringValue else {
+                return .invalidArgs("Get takes two strings")
             }
             guard let props = state.properties(of: iface, nowUs: nowUs) else { return noInterface(iface) }
             guard let value = props.first(where: { $0.0 == name })?.1 else { return noProperty(iface, name) }
             return .values([.variant(value)])
         case "GetAll":
-            guard expect(call, "s") == nil, let iface = call.args.first?.stringValue else {
-                return expect(call, "s") ?? .invalidArgs("GetAll takes a string")
-            }
+            if let bad = expect(call, "s") { return bad }
+            guard let iface = call.args.first?.stringValue else { return .invalidArgs("GetAll takes a string") }
             guard let props = state.properties(of: iface, nowUs: nowUs) else {
                 // Our own interfaces without properties answer with none.
                 if [MPRISInterface.introspectable, MPRISInterface.peer, MPRISInterface.properties,
@@ -221,9 +223,10 @@ public struct MPRISCalls {
             }
             return .values([.vardict(props)])
         case "Set":
-            guard expect(call, "ssv") == nil, call.args.count == 3, let iface = call.args[0].stringValue,
-                  let name = call.args[1].stringValue, let value = call.args[2].variantValue else {
-                return expect(call, "ssv") ?? .invalidArgs("Set takes two strings and a variant")
+            if let bad = expect(call, "ssv") { return bad }
+            guard call.args.count == 3, let iface = call.args[0].stringValue, let name = call.args[1].stringValue,
+                  let value = call.args[2].variantValue else {
+                return .invalidArgs("Set takes two strings and a variant")
             }
             return set(iface, name, value)
         default:
@@ -253,8 +256,10 @@ public struct MPRISCalls {
         case ("Shuffle", .bool(let b)):
             commands.append(.setShuffle(b))
         case ("Rate", .double(let r)):
-            // Minimum = Maximum = 1.0: any other rate is out of range and ignored.
+            // Minimum = Maximum = 1.0: any other rate is out of range and ignored, but 0.0, which
+            // the spec says acts as Pause.
             guard r.isFinite else { return .invalidArgs("Rate must be a finite number") }
+            if r == 0 && state.canPause { commands.append(.pause) }
         case ("Fullscreen", _):
             break  // CanSetFullscreen is false: ignored, as the spec asks
         default:

@@ -29,9 +29,9 @@ public protocol MPRISController: AnyObject, Sendable {
     func perform(_ command: PlayerCommand)
 }
 
-/// The object /org/mpris/MediaPlayer2 on a bus connection: Root, Player, Properties,
-/// Introspectable (and Peer, answered by libdbus). State comes in through `update`; every change
-/// except Position and CanControl goes out as one PropertiesChanged per interface per burst.
+/// The object /org/mpris/MediaPlayer2 on a bus connection: Root, Player, TrackList, Playlists,
+/// Properties, Introspectable (and Peer, answered by libdbus). State comes in through `update`;
+/// every signalled change goes out as one PropertiesChanged per interface per burst.
 public final class MPRISService: DBusObject, @unchecked Sendable {
     public static let busName = "org.mpris.MediaPlayer2.groove"
     public static let statusInterface = "io.github.GrooveBridge1"

@@ -6,14 +6,14 @@ public enum ListSignals {
     /// TrackList: the whole list is replaced when nothing of it stays, or when what stays is in
     /// another order; otherwise each removed track, each added one (after its predecessor, or the
     /// NoTrack id at the start) and each changed one's metadata, in that order.
-    public static func trackList(from old: [TrackMetadata], to new: [TrackMetadata])
+    /// `current`: the current track's id (the NoTrack id when there is none).
+    public static func trackList(from old: [TrackMetadata], to new: [TrackMetadata], current: ObjectPath)
         -> [(member: String, args: [DBusValue])] {
         let oldIDs = old.map(\.trackID), newIDs = new.map(\.trackID)
-        guard oldIDs != newIDs || old != new else { return [] }
+        guard old != new else { return [] }
         let kept = Set(oldIDs).intersection(newIDs)
         let keptInOld = oldIDs.filter(kept.contains), keptInNew = newIDs.filter(kept.contains)
         if kept.isEmpty || keptInOld != keptInNew {
-            let current = newIDs.first ?? TrackMetadata.noTrackID
             return [("TrackListReplaced", [.array(element: "o", newIDs.map(DBusValue.objectPath)), .objectPath(current)])]
         }
         var out: [(String, [DBusValue])] = []

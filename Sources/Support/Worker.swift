@@ -13,6 +13,8 @@ public struct FIFO<Element> {
 
     public var first: Element? { head < items.count ? items[head] : nil }
 
+    public func contains(where matches: (Element) -> Bool) -> Bool { items[head...].contains(where: matches) }
+
     public mutating func removeAll() {
         items.removeAll()
         head = 0
@@ -56,16 +58,15 @@ public final class SerialWorker: @unchecked Sendable {
         monitor.broadcast()
     }
 
-    public var pendingCount: Int { monitor.withLock { jobs.count } }
 }
 
 /// A named thread that hands each submitted input, in the order submitted, to `handle`, and
 /// calls `due` once the deadline set with `wake(atMs:)` has passed. In between it sleeps on a
 /// condition variable until the next input or that deadline: no ticking.
 ///
-/// Bounded: a producer that can wait (a socket reader: its peer then waits too) waits while
-/// `capacity` inputs are queued; one that must not wait (the D-Bus thread) is refused beyond
-/// that. So no flood, from the server or from the bus, grows memory without limit. Inputs that
+/// Bounded: a producer that can wait (a socket reader: its peer then waits too) waits while three
+/// quarters of `capacity` inputs are queued; one that must not wait (the D-Bus thread) is refused
+/// beyond `capacity`. So no flood, from the server or from the bus, grows memory without limit. Inputs that
 /// are rare by nature and must not be lost (a stream status, a reload) are always taken.
 ///
 /// The bridge's state runner: every input that changes the state passes through one of these,
@@ -119,7 +120,9 @@ public final class InputLoop<Input: Sendable>: @unchecked Sendable {
     public func submit(_ input: Input, whenFull admission: Admission = .refuse) -> Bool {
         let taken = monitor.withLock { () -> Bool in
             switch admission {
-            case .wait: while inputs.count >= capacity { monitor.wait(deadlineMs: nil) }
+            // A quarter stays free of waiting producers: a burst of events, which refills the
+            // queue the moment a slot frees, must not crowd out a refusable input (a media key).
+            case .wait: while inputs.count >= capacity - capacity / 4 { monitor.wait(deadlineMs: nil) }
             case .refuse: if inputs.count >= capacity { return false }
             case .always: break
             }
@@ -135,8 +138,6 @@ public final class InputLoop<Input: Sendable>: @unchecked Sendable {
         monitor.withLock { deadlineMs = atMs }
         monitor.broadcast()
     }
-
-    public var pendingCount: Int { monitor.withLock { inputs.count } }
 }
 
 extension FIFO: Sendable where Element: Sendable {}

@@ -29,7 +29,8 @@ final class ReducerTests: XCTestCase {
                              positionMs: 5000, volume: 50)
             s.repeatOn = true
             feed(.eventsConnected)
-            feed(.reply(.synced(s)))
+            sync(s)
+            feed(.artReady(trackURI: ReducerTests.one.track.uri, file: "file:///one.jpg"))
             if listening { feed(.streamStatus(.playing, sequence: 1)) }
             trace = []
         }
@@ -57,6 +58,7 @@ final class ReducerTests: XCTestCase {
                     last = p
                 case .seeked(let us): trace.append("Seeked \(us / 1000) ms")
                 case .call(let c):
+                    if case .resync = c { trace.append("call resync"); break }
                     if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
                 case .stream(let c): trace.append("stream \(c)")
                 case .fetchArt(let t): trace.append("art \(t.name ?? "")")
@@ -67,6 +69,13 @@ final class ReducerTests: XCTestCase {
                 case .signal(_, let member, let args): if lists { trace.append("\(member) \(Rig.short(args))") }
                 }
             }
+        }
+
+        /// Mopidy's answer to the newest fetch.
+        mutating func sync(_ s: Snapshot) {
+            var s = s
+            s.generation = state.resyncGeneration
+            feed(.reply(.synced(s)))
         }
 
         /// Moves the clock on, handing in `.due` when a deadline passes on the way.
@@ -196,7 +205,7 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), [])
         var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .playing, positionMs: 0, volume: 70)
         s.repeatOn = true
-        r.feed(.reply(.synced(s)))
+        r.sync(s)
         XCTAssertEqual(r.take(), ["art Two", "art Three", "call refreshNeighbours",
                                   "PlaybackStatus=Paused Metadata=Three Volume=0.8 CanGoNext=true CanGoPrevious=true CanSeek=true CanEditTracks=true"])
     }
@@ -205,7 +214,7 @@ final class ReducerTests: XCTestCase {
         var r = Rig(listening: false)
         r.feed(.eventsConnected)
         _ = r.take()
-        r.feed(.reply(.failed(.resync, reason: "HTTP 502")))
+        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: "HTTP 502")))
         XCTAssertEqual(r.take(), ["log resync: HTTP 502"])
         r.advance(toMs: 12_000)
         XCTAssertEqual(r.take(), ["call resync"])
@@ -266,9 +275,9 @@ final class ReducerTests: XCTestCase {
         var r = Rig(config: c, listening: false)
         r.feed(.artReady(trackURI: Self.two.track.uri, file: "file:///two.jpg"))
         XCTAssertEqual(r.take(), [], "art for a track no longer current")
-        r.feed(.artReady(trackURI: Self.one.track.uri, file: "file:///one.jpg"))
+        r.feed(.artReady(trackURI: Self.one.track.uri, file: "file:///one-large.jpg"))
         XCTAssertEqual(r.take(), ["notify One", "Metadata=One"])
-        XCTAssertEqual(r.state.published.metadata.artURL, "file:///one.jpg")
+        XCTAssertEqual(r.state.published.metadata.artURL, "file:///one-large.jpg")
     }
 
     // MARK: - Position and Seeked as consumers model them (issue #15)
@@ -297,18 +306,51 @@ final class ReducerTests: XCTestCase {
     }
 
     func testSmallDriftIsNotASeekButASeekedEventIs() {
-        var r = Rig(listening: false)
+        var r = Rig()  // listening: 5000 at the resync, heard 1.4 s later
         var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 5300, volume: 50)
         s.repeatOn = true
         r.feed(.eventsConnected)
-        r.feed(.reply(.synced(s)))
+        r.sync(s)
         XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a 0.3 s correction is drift")
         s.positionMs = 9000
         r.feed(.eventsConnected)
-        r.feed(.reply(.synced(s)))
-        XCTAssertTrue(r.take().contains("Seeked 9000 ms"), "a 3.7 s correction is a jump")
+        r.sync(s)
+        XCTAssertTrue(r.take().contains("Seeked 7600 ms"), "a 3.7 s correction is a jump (heard 1.4 s later)")
         r.feed(.event(.seeked(positionMs: 9500)))
-        XCTAssertEqual(r.take(), ["position 9500 ms", "Seeked 9500 ms"])
+        r.advance(toMs: r.nowMs + 1400)
+        XCTAssertEqual(r.take(), ["position 9500 ms", "Seeked 9500 ms"], "when heard")
+        r.nowMs += 100
+        r.feed(.event(.seeked(positionMs: 9900)))
+        r.advance(toMs: r.nowMs + 1400)
+        XCTAssertEqual(r.take(), ["position 9900 ms", "Seeked 9900 ms"], "a small seek is a seek too")
+    }
+
+    func testWhileNotListeningTheShownPositionStaysAndNothingIsSignalled() {
+        var r = Rig()
+        r.advance(toMs: 12_000)  // heard: 3600 + 2000
+        r.feed(.command(.pause))
+        r.feed(.streamStatus(.paused, sequence: 2))
+        _ = r.take()
+        // Another client seeks the house, Mopidy reconnects: the house moves, what is shown stays.
+        r.feed(.event(.seeked(positionMs: 20_000)))
+        var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 25_000, volume: 50)
+        s.repeatOn = true
+        r.feed(.eventsConnected)
+        r.sync(s)
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") })
+        XCTAssertEqual(r.state.published.position(nowUs: 30_000_000), 5_600_000, "where you paused")
+    }
+
+    func testPauseWithControlServerIsNoSeek() {
+        var c = Rig.config
+        c.control = .server
+        var r = Rig(config: c)
+        r.advance(toMs: 12_000)
+        r.feed(.command(.pause))
+        r.feed(.streamStatus(.paused, sequence: 2))
+        r.feed(.event(.trackPlaybackPaused(Self.one, positionMs: 7000)))  // the house, 1.4 s ahead
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a plain Pause sent Seeked")
+        XCTAssertEqual(r.state.published.position(nowUs: 13_000_000), 5_600_000)
     }
 
     func testStopIsStoppedAtZeroWithTheTrackShownAndPlayJoinsAgain() {
@@ -394,5 +436,56 @@ final class ReducerTests: XCTestCase {
         r.feed(.reply(.done(.next)))
         r.feed(.command(.next))
         XCTAssertEqual(r.take(), ["call next"], "room again once Mopidy answers")
+    }
+
+    // MARK: - From the review: stale answers, bursts during a fetch, a seek into a change
+
+    func testAStaleOrOrphanedResyncAnswerIsDropped() {
+        var r = Rig(listening: false)
+        r.feed(.eventsConnected)
+        let first = r.state.resyncGeneration
+        r.feed(.eventsConnected)  // reconnected before the first answer came
+        var old = Snapshot(rpcURL: "u", current: Self.two, state: .playing, positionMs: 0, volume: 50)
+        old.generation = first
+        r.feed(.reply(.synced(old)))
+        XCTAssertEqual(r.title, "One", "an older fetch's answer was applied")
+        r.feed(.eventsDisconnected(reason: "gone"))
+        var late = old
+        late.generation = r.state.resyncGeneration
+        r.feed(.reply(.synced(late)))
+        XCTAssertFalse(r.state.server.connected, "an answer after the socket dropped showed the server as connected")
+    }
+
+    func testABurstDuringAFetchIsFetchedAgainNotKept() {
+        var r = Rig(listening: false)
+        r.feed(.eventsConnected)
+        for _ in 0..<(BridgeTuning.maxDeferredEvents + 10) { r.feed(.event(.volumeChanged(40))) }
+        XCTAssertLessThanOrEqual(r.state.deferred.count, BridgeTuning.maxDeferredEvents)
+        _ = r.take()
+        var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 0, volume: 50)
+        s.repeatOn = true
+        r.sync(s)
+        XCTAssertTrue(r.take().contains("call resync"), "the fetch that missed a burst is not fetched again")
+    }
+
+    func testASeekWhileTheNextTrackIsHeldBackIsIgnored() {
+        var r = Rig()
+        r.feed(.event(.trackPlaybackStarted(Self.two)))  // held: One is still heard
+        r.feed(.command(.setPosition(us: 20_000_000)))
+        XCTAssertEqual(r.take(), [], "no call to Mopidy (the log line is at info)")
+        r.advance(toMs: 11_400)
+        r.feed(.command(.setPosition(us: 20_000_000)))
+        XCTAssertEqual(r.take().last, "call seek(ms: 20000)")
+    }
+
+    func testLeavingLocalVolumeRestoresFullGain() {
+        var c = Rig.config
+        c.volume = .local
+        var r = Rig(config: c)
+        r.feed(.command(.setVolume(0.3)))
+        _ = r.take()
+        c.volume = .server
+        r.feed(.reload(c))
+        XCTAssertEqual(r.take(), ["stream volume(1.0)", "Volume=0.5"], "the gain stays at 0.3 under Mopidy's volume")
     }
 }

@@ -27,16 +27,22 @@ final class TrackListTests: XCTestCase {
         }
     }
 
+    func signals(_ old: [TrackMetadata], _ new: [TrackMetadata], current: ObjectPath? = nil) -> [String] {
+        members(ListSignals.trackList(from: old, to: new, current: current ?? new.first?.trackID ?? TrackMetadata.noTrackID))
+    }
+
     func testSignalsForEachKindOfChange() {
-        XCTAssertEqual(members(ListSignals.trackList(from: Self.meta([1, 2, 3]), to: Self.meta([1, 2, 3]))), [])
-        XCTAssertEqual(members(ListSignals.trackList(from: [], to: Self.meta([1, 2]))), ["TrackListReplaced [1,2] 1"])
-        XCTAssertEqual(members(ListSignals.trackList(from: Self.meta([1, 2]), to: Self.meta([5, 6]))), ["TrackListReplaced [5,6] 5"])
-        XCTAssertEqual(members(ListSignals.trackList(from: Self.meta([1, 2, 3]), to: Self.meta([2, 3, 4]))),
+        XCTAssertEqual(signals(Self.meta([1, 2, 3]), Self.meta([1, 2, 3])), [])
+        XCTAssertEqual(signals([], Self.meta([1, 2])), ["TrackListReplaced [1,2] 1"])
+        XCTAssertEqual(signals(Self.meta([1, 2]), Self.meta([5, 6])), ["TrackListReplaced [5,6] 5"])
+        XCTAssertEqual(signals(Self.meta([1, 2]), Self.meta([5, 6]), current: TrackMetadata.noTrackID), ["TrackListReplaced [5,6] start"],
+                       "nothing current: the NoTrack id")
+        XCTAssertEqual(signals(Self.meta([1, 2, 3]), Self.meta([2, 3, 4])),
                        ["TrackRemoved 1", "TrackAdded 3"], "the next track: the old current leaves, one enters at the end")
-        XCTAssertEqual(members(ListSignals.trackList(from: Self.meta([1, 2]), to: Self.meta([7, 1, 2]))), ["TrackAdded start"])
-        XCTAssertEqual(members(ListSignals.trackList(from: Self.meta([1, 2]), to: Self.meta([2, 1]))), ["TrackListReplaced [2,1] 2"],
+        XCTAssertEqual(signals(Self.meta([1, 2]), Self.meta([7, 1, 2])), ["TrackAdded start"])
+        XCTAssertEqual(signals(Self.meta([1, 2]), Self.meta([2, 1])), ["TrackListReplaced [2,1] 2"],
                        "a new order is a new list")
-        XCTAssertEqual(members(ListSignals.trackList(from: Self.meta([1, 2]), to: Self.meta([1, 2]) { "New \($0)" })),
+        XCTAssertEqual(signals(Self.meta([1, 2]), Self.meta([1, 2]) { "New \($0)" }),
                        ["TrackMetadataChanged 1", "TrackMetadataChanged 2"])
         let renamed = ListSignals.playlists(from: [PlaylistInfo(uri: "m3u:a.m3u8", name: "A"), PlaylistInfo(uri: "m3u:b.m3u8", name: "B")],
                                             to: [PlaylistInfo(uri: "m3u:a.m3u8", name: "A2"), PlaylistInfo(uri: "m3u:c.m3u8", name: "C")])
@@ -82,7 +88,7 @@ final class TrackListTests: XCTestCase {
         XCTAssertEqual(answer(MPRISInterface.trackList, "RemoveTrack", [stale]).1, [])
         XCTAssertEqual(answer(MPRISInterface.trackList, "RemoveTrack", [id5]).1, [.removeTrack(tlid: 5)])
         XCTAssertEqual(answer(MPRISInterface.trackList, "AddTrack", [.string("local:track:x"), .objectPath(TrackMetadata.noTrackID), .bool(true)]).1,
-                       [.addTrack(uri: "local:track:x", afterTlid: nil, play: true)], "NoTrack: at the start")
+                       [.addTrack(uri: "local:track:x", afterTlid: 4, play: true)], "NoTrack: the start of Tracks, after the current track")
         XCTAssertEqual(answer(MPRISInterface.trackList, "AddTrack", [.string("local:track:x"), id5, .bool(false)]).1,
                        [.addTrack(uri: "local:track:x", afterTlid: 5, play: false)])
         let (refused, taken) = answer(MPRISInterface.trackList, "AddTrack", [.string("spotify:x"), id5, .bool(false)])
@@ -181,7 +187,7 @@ final class TrackListTests: XCTestCase {
         r.advance(toMs: r.nowMs + BridgeTuning.trackListSettleMs)
         XCTAssertEqual(r.take(), ["call refreshTracklist"])
         r.feed(.reply(.tracklist([Self.tl(7), Self.tl(8)])))
-        XCTAssertEqual(r.take(), ["Tracks~", "TrackListReplaced [7 8] 7"])
+        XCTAssertEqual(r.take(), ["Tracks~", "TrackListReplaced [7 8] 1"], "the current track is still 1 until 7 starts")
     }
 
     func testThePlaylistActivatedHereIsActiveWhileItsTracksPlay() {
