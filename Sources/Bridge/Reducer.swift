@@ -10,6 +10,7 @@ extension BridgeState {
     public mutating func reduce(_ input: Input, at m: Moment) -> [Effect] {
         var fx: [Effect] = []
         releaseDue(m, &fx)
+        followSignIn(input, &fx)
         switch input {
         case .eventsConnected:
             eventsConnected = true

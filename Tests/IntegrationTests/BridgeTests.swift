@@ -215,17 +215,7 @@ final class BridgeTests: DaemonTestCase {
     }
 
     func testWrongPasswordFixedInTheConfigAndReloaded() throws {
-        daemon.terminate(); daemon.waitUntilExit()
-        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
-        let cfg = configDir.appendingPathComponent("config")
-        func write(_ pw: String) throws {
-            try "stream_url = \(rig.info.stream_url)\npassword = \(pw)\n".write(to: cfg, atomically: true, encoding: .utf8)
-            chmod(cfg.path, 0o600)
-        }
-        try write("not-the-password")
-        var env = daemonEnvironment
-        env.removeValue(forKey: "GROOVE_PASSWORD")
-        try startDaemon(["--config", cfg.path], environment: env)
+        let write = try restartWithPasswordInFile("not-the-password")
         XCTAssertTrue(waitUntil(10) { status().contains("refused the password for user 'listener'") }, status())
         XCTAssertEqual(try playerctl("status"), "Paused", "nothing is heard, so not Playing")
         try write(rig.info.password)

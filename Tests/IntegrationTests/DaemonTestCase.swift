@@ -55,6 +55,23 @@ class DaemonTestCase: XCTestCase {
         daemon = p
     }
 
+    /// Restarts the daemon with its password in a configuration file (mode 600, with the stream
+    /// URL and `extra` lines) and not in GROOVE_PASSWORD; returns how to rewrite that password.
+    func restartWithPasswordInFile(_ password: String, extra: String = "") throws -> (String) throws -> Void {
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        let cfg = configDir.appendingPathComponent("config")
+        let write = { [rig] (pw: String) throws in
+            try "stream_url = \(rig!.info.stream_url)\n\(extra)password = \(pw)\n".write(to: cfg, atomically: true, encoding: .utf8)
+            chmod(cfg.path, 0o600)
+        }
+        try write(password)
+        var env = daemonEnvironment
+        env.removeValue(forKey: "GROOVE_PASSWORD")
+        try startDaemon(["--config", cfg.path], environment: env)
+        return write
+    }
+
     override func tearDown() {
         if let daemon, daemon.isRunning {
             daemon.terminate()

@@ -88,10 +88,10 @@ final class Rig: @unchecked Sendable {
                                 "mopidy", "gst-launch-1.0", "ffmpeg", "nginx", "sox", "metaflac",
                                 "playerctl", "playerctld", "gdbus", "dbus-send", "curl", "desktop-file-validate", "openssl"]
 
-    static func requireTools() throws {
+    static func requireTools(_ tools: [String] = requiredTools) throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let dirs = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"]
-        let missing = requiredTools.filter { tool in
+        let missing = tools.filter { tool in
             !dirs.contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
         }
         if !missing.isEmpty {
