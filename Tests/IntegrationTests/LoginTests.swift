@@ -79,4 +79,17 @@ final class LoginTests: KeyringTestCase {
         XCTAssertFalse(r.out.contains("typed-wrong"), "the password shows on the terminal: \(r.out)")
         XCTAssertEqual(try keyring.lookup(user: "listener"), rig.info.password)
     }
+
+    /// No server configured: the host is asked for, and what is typed is checked like the file's.
+    func testAtATerminalTheHostIsAskedWhenNoneIsConfigured() throws {
+        let terminal = Rig.projectRoot.appendingPathComponent("Tests/Fixtures/at_a_terminal.py").path
+        let r = try runCommand(["python3", terminal, "20", "Groove Audio server (host name or address): ", "http://musicbox/",
+                                "--", DaemonTestCase.binary.path, "login"], env: environment, timeout: 30)
+        XCTAssertEqual(r.status, 1, r.out)
+        XCTAssertTrue(r.out.contains("host: 'http://musicbox/' is a host name or address, not a URL"), r.out)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: configFile.path))
+        let scripted = try login([], password: "x")
+        XCTAssertEqual(scripted.status, 2, scripted.err)
+        XCTAssertTrue(scripted.err.contains("login: no server configured: give --host HOST"), scripted.err)
+    }
 }
