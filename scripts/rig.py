@@ -3,7 +3,9 @@
 
 Starts, each on a port chosen free at run time and bound to 127.0.0.1 only:
   - a private D-Bus session bus              (dbus-daemon)
-  - PulseAudio with a null sink "groove_test" (record it through groove_test.monitor)
+  - a sound server with a null sink "groove_test" (record it through groove_test.monitor):
+    PulseAudio, or PipeWire + WirePlumber + pipewire-pulse (--sound pipewire); the other one too
+    on request ({"cmd":"sound","name":"pipewire"}), on a runtime folder of its own
   - Icecast 2 with listener Basic auth        (/stream.flac Ogg FLAC, /native.flac native FLAC)
   - a long-lived encoder                     (gst-launch: UDP PCM + silence -> FLAC -> Icecast,
                                               ffmpeg: the same PCM -> native FLAC -> Icecast)
@@ -16,7 +18,8 @@ output drops the Icecast source at every track switch or stop. Mopidy sends raw 
 the encoder instead, so the Icecast source never disconnects and a pause is silence.
 
 Usage:
-  rig.py serve [--dir DIR] [--owner PID]   start everything, print one JSON line describing it,
+  rig.py serve [--dir DIR] [--owner PID] [--sound pulseaudio|pipewire]
+                                           start everything, print one JSON line describing it,
                                            then read commands on stdin (one JSON object a line):
                                              {"cmd":"info"}
                                              {"cmd":"stop","name":"icecast"}
@@ -24,6 +27,8 @@ Usage:
                                              {"cmd":"signal","name":"icecast","signal":"STOP"}
                                              {"cmd":"rpc","method":"core.playback.next"}
                                              {"cmd":"queue"}  (the library again, playing)
+                                             {"cmd":"sound","name":"pipewire"}  (that sound server
+                                               too, started on first use: where its clients go)
                                            and answer each with one JSON line. EOF on stdin, SIGTERM,
                                            SIGINT or the owner process dying stops every process.
   rig.py run [--dir DIR]                   the same, for a person: prints the endpoints, runs until
@@ -232,7 +237,7 @@ class Service:
 
 
 class Rig:
-    def __init__(self, root):
+    def __init__(self, root, sound="pulseaudio"):
         self.root = root
         self.lock = threading.RLock()
         self.services = {}
@@ -245,13 +250,15 @@ class Rig:
             # Icecast drops to its own user and must be able to reach its folder below this one
             # (mkdtemp makes it 0700).
             os.chmod(root, 0o711)
-        for d in ("music", "mopidy", "icecast", "nginx", "pulse", "home", "bus", "logs", "tls"):
+        for d in ("music", "mopidy", "icecast", "nginx", "home", "bus", "logs", "tls"):
             os.makedirs(os.path.join(root, d), exist_ok=True)
         self.bus_address = f"unix:path={root}/bus/socket"
-        self.pulse_runtime = os.path.join(root, "pulse")
-        os.chmod(self.pulse_runtime, 0o700)
-        self.pulse_server = f"unix:{self.pulse_runtime}/pulse/native"
         self.sink = "groove_test"
+        # The sound servers started, by kind; the first is the one every client is pointed at.
+        self.sound = sound
+        self.sounds = {}
+        self.pulse_runtime = self.sound_runtime(sound)
+        self.pulse_server = f"unix:{self.pulse_runtime}/pulse/native"
         self.stopping = False
 
     # -- helpers --
@@ -303,6 +310,53 @@ class Rig:
                          env=self.base_env(), log_path=self.logp("dbus"),
                          ready=lambda: os.path.exists(self.path("bus", "socket"))))
 
+    SOUND_SERVERS = ("pulseaudio", "pipewire")
+
+    def sound_runtime(self, kind):
+        """Each sound server's own XDG_RUNTIME_DIR (mode 700, as both servers insist)."""
+        d = self.path("pulse" if kind == "pulseaudio" else "pipewire")
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        os.chmod(d, 0o700)
+        return d
+
+    def sound_env(self, kind):
+        env = self.base_env()
+        env.update(XDG_RUNTIME_DIR=self.sound_runtime(kind),
+                   PULSE_SERVER=f"unix:{self.sound_runtime(kind)}/pulse/native")
+        return env
+
+    def start_sound(self, kind):
+        """Starts the sound server `kind` once, and describes where its clients go."""
+        if kind not in self.SOUND_SERVERS:
+            raise ValueError(f"no sound server {kind!r} (known: {', '.join(self.SOUND_SERVERS)})")
+        if kind not in self.sounds:
+            (self.start_pulse if kind == "pulseaudio" else self.start_pipewire)()
+            runtime = self.sound_runtime(kind)
+            self.sounds[kind] = {"kind": kind, "pulse_server": f"unix:{runtime}/pulse/native",
+                                 "pulse_runtime": runtime, "sink": self.sink, "monitor": f"{self.sink}.monitor"}
+        return self.sounds[kind]
+
+    def start_pipewire(self):
+        """PipeWire as desktops run it: the daemon, WirePlumber managing the graph (it needs the
+        session bus, the rig's) and pipewire-pulse serving PulseAudio's protocol at
+        $XDG_RUNTIME_DIR/pulse/native. The null sink is made through that protocol, as on
+        PulseAudio; PipeWire runs it at the graph's rate and converts for its clients. Not
+        restarted when it ends: the null sink would not come back with pipewire-pulse."""
+        env = self.sound_env("pipewire")
+        runtime = self.sound_runtime("pipewire")
+        self.add(Service("pipewire", ["pipewire"], env=env, log_path=self.logp("pipewire"),
+                         ready=lambda: os.path.exists(os.path.join(runtime, "pipewire-0"))))
+        self.add(Service("wireplumber", ["wireplumber"], env=env, log_path=self.logp("wireplumber")))
+        pactl = lambda *a: subprocess.run(["pactl", *a], env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL).returncode == 0
+        self.add(Service("pipewire-pulse", ["pipewire-pulse"], env=env, log_path=self.logp("pipewire-pulse"),
+                         ready=lambda: pactl("info")))
+        if not pactl("load-module", "module-null-sink", f"sink_name={self.sink}", f"rate={RATE}",
+                     f"channels={CHANNELS}", "sink_properties=device.description=GrooveTest"):
+            raise RuntimeError(f"pipewire-pulse made no null sink; see {self.logp('pipewire-pulse')}")
+        # Until WirePlumber manages the graph, setting the default sink is "Not supported".
+        wait_for("WirePlumber", lambda: pactl("set-default-sink", self.sink))
+
     def start_pulse(self):
         # --no-cpu-limit: PulseAudio's own limiter ends the daemon when it used over 70 % of a
         # core for 10 s, which a busy 2-core test machine can reach.
@@ -314,11 +368,12 @@ class Rig:
                 "-L", "module-always-sink"]
         # Restarted if it ends unasked, so one lost sound server fails one test, not every test
         # after it.
-        self.add(Service("pulse", argv, env=self.base_env(), log_path=self.logp("pulse"), restart=True,
-                         ready=lambda: subprocess.run(["pactl", "info"], env=self.base_env(),
+        env = self.sound_env("pulseaudio")
+        self.add(Service("pulse", argv, env=env, log_path=self.logp("pulse"), restart=True,
+                         ready=lambda: subprocess.run(["pactl", "info"], env=env,
                                                       stdout=subprocess.DEVNULL,
                                                       stderr=subprocess.DEVNULL).returncode == 0))
-        subprocess.run(["pactl", "set-default-sink", self.sink], env=self.base_env(),
+        subprocess.run(["pactl", "set-default-sink", self.sink], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def write_icecast_config(self):
@@ -589,7 +644,7 @@ http {{
     def start(self):
         make_library(self.path("music"))
         self.start_dbus()
-        self.start_pulse()
+        self.start_sound(self.sound)
         self.start_icecast()
         self.start_encoders()
         self.start_mopidy()
@@ -617,7 +672,8 @@ http {{
     def stop(self):
         self.stopping = True
         with self.lock:
-            for name in ("nginx", "mopidy", "encoder_native", "encoder", "icecast", "pulse", "dbus"):
+            for name in ("nginx", "mopidy", "encoder_native", "encoder", "icecast", "pulse",
+                         "pipewire-pulse", "wireplumber", "pipewire", "dbus"):
                 svc = self.services.get(name)
                 if svc:
                     svc.stop()
@@ -643,6 +699,8 @@ http {{
             "mopidy_rpc_url": f"{base}:{p['mopidy']}/mopidy/rpc",
             "mopidy_ws_url": f"ws://{LOOPBACK}:{p['mopidy']}/mopidy/ws",
             "bus_address": self.bus_address,
+            "sound": self.sound,
+            "sounds": self.sounds,
             "pulse_server": self.pulse_server,
             "pulse_runtime": self.pulse_runtime,
             "sink": self.sink,
@@ -674,6 +732,9 @@ http {{
                 if cmd == "signal":
                     svc.signal(getattr(signal, "SIG" + req["signal"]))
                 return {"pid": svc.pid}
+        if cmd == "sound":
+            with self.lock:
+                return self.start_sound(req.get("name"))
         if cmd == "queue":
             with self.lock:
                 self.queue_library()
@@ -729,7 +790,7 @@ def watch_owner(owner, on_gone):
 def serve(args, interactive):
     root = args.dir or tempfile.mkdtemp(prefix="groove-rig-")
     os.makedirs(root, exist_ok=True)
-    rig = Rig(root)
+    rig = Rig(root, sound=args.sound)
     done = threading.Event()
 
     def shutdown(*_):
@@ -792,6 +853,8 @@ def main():
         p.add_argument("--dir", help="working folder (default: a new temporary one)")
         p.add_argument("--owner", type=int, help="stop everything when this pid is gone")
         p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+        p.add_argument("--sound", choices=Rig.SOUND_SERVERS, default="pulseaudio",
+                       help="the sound server clients play to (default: pulseaudio)")
     lib = sub.add_parser("library")
     lib.add_argument("dir")
     args = ap.parse_args()

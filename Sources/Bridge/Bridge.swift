@@ -109,6 +109,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         case .quit: onQuit()
         case .log(let level, let text): Log.write(level, text)
         case .signal(let iface, let member, let args): service?.emit(iface, member, args)
+        case .askToSignIn(let request):
+            artWorker.submit { [notifier] in notifier.askToSignIn(request) }
         }
     }
 

@@ -183,6 +183,8 @@ public enum Effect: Equatable, Sendable {
     case log(Log.Level, String)
     /// A signal of TrackList or Playlists.
     case signal(interface: String, member: String, args: [DBusValue])
+    /// The password is refused: a desktop notification asks the user to sign in again.
+    case askToSignIn(SignInRequest)
 }
 
 /// Everything the bridge knows and has published, as one value. Only `reduce` changes it.
@@ -224,6 +226,9 @@ public struct BridgeState: Sendable {
     public internal(set) var eventsConnected = false
     public internal(set) var lastError: String? = nil
     public internal(set) var eventReconnects = 0
+    /// What refuses the password in this episode (see Reducer+SignIn), and what the user is told.
+    var refusedBy: Set<PasswordRefuser> = []
+    public internal(set) var signInNeeded: String? = nil
 
     enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
 

@@ -25,6 +25,8 @@ public struct Config: Sendable, Equatable {
     public var user = "listener"
     public var password: String? = nil
     public var passwordCommand: String? = nil
+    /// Where `password` came from (set by `ConfigLoader.resolvePassword`); shown in `status`.
+    public var passwordSource: PasswordSource = .none
     public var control: ControlMode = .local
     public var volume: VolumeMode = .server
     public var sink: String? = nil
@@ -155,12 +157,20 @@ public enum ConfigLoader {
         }
     }
 
-    /// The password: GROOVE_PASSWORD, else `password_command`'s first line, else the file's.
-    public static func resolvePassword(_ c: inout Config, environment: [String: String]) throws(ConfigError) {
+    /// The password: GROOVE_PASSWORD, else `password_command`'s first line, else the file's,
+    /// else the keyring's (`keyring` is the look-up; tests hand in their own).
+    public static func resolvePassword(_ c: inout Config, environment: [String: String],
+                                       keyring: (String) -> Keyring.Lookup = { Keyring.lookup(user: $0) }) throws(ConfigError) {
         if let env = environment["GROOVE_PASSWORD"], !env.isEmpty {
             c.password = env
+            c.passwordSource = .environment
         } else if let cmd = c.passwordCommand {
             c.password = try runPasswordCommand(cmd)
+            c.passwordSource = .command
+        } else if c.password != nil {
+            c.passwordSource = .file
+        } else {
+            passwordFromKeyring(&c, keyring(c.user))
         }
         if let p = c.password { Log.addSecret(p) }
     }

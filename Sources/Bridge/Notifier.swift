@@ -3,7 +3,8 @@ import Mopidy
 import Support
 
 /// Desktop notifications (org.freedesktop.Notifications) for track changes: one popup per track,
-/// each replacing the previous one (`replaces_id`), never one per pause or volume change.
+/// each replacing the previous one (`replaces_id`), never one per pause or volume change; and
+/// the request to sign in again when the password is refused.
 /// Blocking calls on a client connection of its own: use it from one worker thread only.
 final class Notifier: @unchecked Sendable {
     private let busAddress: String?
@@ -32,6 +33,25 @@ final class Notifier: @unchecked Sendable {
             if case .uint32(let id)? = reply.first { lastID = id }
         } catch {
             Log.warning("notification not shown: \(error.message)")
+            connection = nil
+        }
+    }
+
+    /// A refused password: an error the user must act on, so it is shown whatever `notify`
+    /// says, stays until dismissed (critical urgency) and never replaces a track's popup.
+    func askToSignIn(_ request: SignInRequest) {
+        do throws(DBusFailure) {
+            if connection == nil { connection = try DBusConnection(address: busAddress) }
+            _ = try connection!.call(
+                destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
+                interface: "org.freedesktop.Notifications", member: "Notify",
+                args: [.string("Groove Audio"), .uint32(0), .string("dialog-password"),
+                       .string(request.summary), .string(escapeMarkup(request.body)), .strings([]),
+                       .vardict([("desktop-entry", .string("groove-bridge")), ("urgency", .byte(2))]),
+                       .int32(-1)],
+                timeoutMs: 2000)
+        } catch {
+            Log.warning("sign-in notification not shown: \(error.message)")
             connection = nil
         }
     }

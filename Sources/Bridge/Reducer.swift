@@ -20,6 +20,7 @@ extension BridgeState {
             tracklistAtMs = nil
             refresh(.tracklist, &fx)
         }
+        followSignIn(input, &fx)
         switch input {
         case .eventsConnected:
             eventsConnected = true

@@ -17,6 +17,9 @@ extension Bridge {
         ]
         if let e = s.lastError { o["last_error"] = .string(Log.scrub(e)) }
         if let w = s.config.unencryptedPasswordWarning { o["password_warning"] = .string(w) }
+        o["password_source"] = .string(s.config.passwordSource.rawValue)
+        if s.config.passwordSource == .keyringLocked { o["keyring"] = .string(Keyring.lockedAdvice(s.config.user)) }
+        if let n = s.signInNeeded { o["sign_in"] = .string(n) }
         if let t = s.server.current?.track.name { o["title"] = .string(t) }
         if let stream {
             let f = stream.currentFigures

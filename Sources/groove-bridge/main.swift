@@ -19,6 +19,9 @@ func optionLine(_ option: String, _ help: String) -> String {
 let usage = """
     Usage: groove-bridge [options]          run the bridge: MPRIS player org.mpris.MediaPlayer2.groove
            groove-bridge status [--json]    ask the running bridge how it is doing
+           groove-bridge login [options] [--password-stdin]
+                                            sign in: check the password against the server, keep
+                                            it in the keyring, write the configuration, reload
 
     Options (each also a key in the configuration file, with _ for -; options win over the file):
     \(ConfigKey.all.compactMap { k in k.commandLineUsage.map { optionLine($0, k.helpWithDefault) } }.joined(separator: "\n"))
@@ -33,7 +36,8 @@ let usage = """
     http://HOST:8180/api/mopidy/rpc (Groove Audio) or http://HOST:6680/mopidy/rpc (plain Mopidy).
 
     The password is never taken on the command line: GROOVE_PASSWORD in the environment,
-    password_command, or `password = …` in a configuration file only you can read (chmod 600).
+    password_command, `password = …` in a configuration file only you can read (chmod 600),
+    or the keyring (service groove-audio, user USER), where groove-bridge login puts it.
 
     Exit codes: 0 done (Quit, SIGTERM, SIGINT, session bus closed, or a bridge already runs),
     1 cannot start (configuration, bus), 2 bad command line.
@@ -51,6 +55,8 @@ struct CommandLineOptions {
     var status = false
     var json = false
     var instance = false
+    var login = false
+    var passwordStdin = false
 }
 
 func parseCommandLine(_ argv: [String]) -> CommandLineOptions {
@@ -64,6 +70,8 @@ func parseCommandLine(_ argv: [String]) -> CommandLineOptions {
         switch a {
         case "status": o.status = true
         case "--json": o.json = true
+        case "login": o.login = true
+        case "--password-stdin": o.passwordStdin = true
         case "--config": o.configPath = value(a)
         case "--verbose", "-v": Log.setLevel(.debug)
         case "--instance": o.instance = true
@@ -153,6 +161,7 @@ if let why = forbidCoreDumps() { Log.warning("core dumps stay allowed: \(why)") 
 
 let options = parseCommandLine(Array(CommandLine.arguments.dropFirst()))
 if options.status { runStatus(json: options.json) }
+if options.login { runLogin(options) }
 
 let config: Config
 do throws(ConfigError) { config = try loadConfig(options) } catch { fail(error.message, code: 1) }

@@ -9,7 +9,10 @@ import XCTest
 /// A running groove-bridge binary against the rig's Mopidy (Groove URL layout, through nginx), on
 /// the rig's bus, playing into the rig's sink: the set-up and helpers of the tests that drive it.
 class DaemonTestCase: XCTestCase {
+    /// The sound server the bridge plays to: the rig's own, or another it starts beside it.
+    class var soundKind: String { "pulseaudio" }
     var rig: Rig!
+    var sound: Rig.Sound!
     var daemon: Process!
     var log = Pipe()
     var client: DBusConnection!
@@ -21,6 +24,7 @@ class DaemonTestCase: XCTestCase {
 
     override func setUpWithError() throws {
         rig = try Rig.get()
+        sound = try rig.sound(Self.soundKind)
         client = try DBusConnection(address: rig.info.bus_address)
         XCTAssertTrue(waitUntil(5) { client.owner(of: MPRISService.busName) == nil }, "a bridge is already on the bus")
         try FileManager.default.createDirectory(at: configDir, withIntermediateDirectories: true)
@@ -31,7 +35,7 @@ class DaemonTestCase: XCTestCase {
     /// The environment a desktop session gives the bridge, with the password where the user
     /// chose to put it (GROOVE_PASSWORD here).
     var daemonEnvironment: [String: String] {
-        var env = rig.clientEnvironment
+        var env = rig.clientEnvironment(sound)
         env["GROOVE_PASSWORD"] = rig.info.password
         env["XDG_CONFIG_HOME"] = configDir.path
         env["XDG_CACHE_HOME"] = configDir.appendingPathComponent("cache").path
@@ -53,6 +57,23 @@ class DaemonTestCase: XCTestCase {
         p.standardOutput = log
         try p.run()
         daemon = p
+    }
+
+    /// Restarts the daemon with its password in a configuration file (mode 600, with the stream
+    /// URL and `extra` lines) and not in GROOVE_PASSWORD; returns how to rewrite that password.
+    func restartWithPasswordInFile(_ password: String, extra: String = "") throws -> (String) throws -> Void {
+        daemon.terminate(); daemon.waitUntilExit()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        let cfg = configDir.appendingPathComponent("config")
+        let write = { [rig] (pw: String) throws in
+            try "stream_url = \(rig!.info.stream_url)\n\(extra)password = \(pw)\n".write(to: cfg, atomically: true, encoding: .utf8)
+            chmod(cfg.path, 0o600)
+        }
+        try write(password)
+        var env = daemonEnvironment
+        env.removeValue(forKey: "GROOVE_PASSWORD")
+        try startDaemon(["--config", cfg.path], environment: env)
+        return write
     }
 
     override func tearDown() {

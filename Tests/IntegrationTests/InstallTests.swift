@@ -39,11 +39,13 @@ final class InstallTests: XCTestCase {
             "/usr/local/bin/groove-bridge",
             "/usr/local/lib/systemd/user/groove-bridge.service",
             "/usr/local/share/applications/groove-bridge.desktop",
+            "/usr/local/share/bash-completion/completions/groove-bridge",
             "/usr/local/share/dbus-1/interfaces/org.mpris.MediaPlayer2.groove.xml",
             "/usr/local/share/dbus-1/services/org.mpris.MediaPlayer2.groove.service",
             "/usr/local/share/doc/groove-bridge/README.md",
             "/usr/local/share/groove-bridge/install-manifest",
             "/usr/local/share/icons/hicolor/scalable/apps/groove-bridge.svg",
+            "/usr/local/share/man/man1/groove-bridge.1",
         ])
         for desktop in ["/usr/local/share/applications/groove-bridge.desktop", "/etc/xdg/autostart/groove-bridge.desktop"] {
             let v = try runCommand(["desktop-file-validate", dest.path + desktop])

@@ -32,6 +32,24 @@ final class Rig: @unchecked Sendable {
         let tracks: [TrackInfo]
         let track_seconds: Int
         let ports: [String: Int]
+        /// The sound server every client of the rig is pointed at (`pulse_server` above).
+        let sound: String
+    }
+
+    /// A sound server of the rig: where its clients connect, and its null sink.
+    struct Sound: Decodable {
+        let kind: String
+        let pulse_server: String
+        let pulse_runtime: String
+        let sink: String
+        let monitor: String
+    }
+
+    /// The rig's sound server `kind` ("pulseaudio" or "pipewire"), started on first use beside
+    /// the one it began with.
+    func sound(_ kind: String) throws -> Sound {
+        let reply = try command(["cmd": "sound", "name": kind])
+        return try JSONDecoder().decode(Sound.self, from: JSONSerialization.data(withJSONObject: reply ?? [:]))
     }
 
     struct TrackInfo: Decodable {
@@ -84,14 +102,15 @@ final class Rig: @unchecked Sendable {
 
     /// Every tool the rig and the tests run. Missing ones are a failure, named, not a skip:
     /// `scripts/setup` installs them all.
-    static let requiredTools = ["python3", "dbus-daemon", "pulseaudio", "pactl", "parec", "icecast2",
+    static let requiredTools = ["python3", "dbus-daemon", "pulseaudio", "pipewire", "wireplumber", "pipewire-pulse",
+                                "pactl", "parec", "icecast2",
                                 "mopidy", "gst-launch-1.0", "ffmpeg", "nginx", "sox", "metaflac",
                                 "playerctl", "playerctld", "gdbus", "dbus-send", "curl", "desktop-file-validate", "openssl"]
 
-    static func requireTools() throws {
+    static func requireTools(_ tools: [String] = requiredTools) throws {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let dirs = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"]
-        let missing = requiredTools.filter { tool in
+        let missing = tools.filter { tool in
             !dirs.contains { FileManager.default.isExecutableFile(atPath: "\($0)/\(tool)") }
         }
         if !missing.isEmpty {
@@ -161,11 +180,14 @@ final class Rig: @unchecked Sendable {
     }
 
     /// The environment for a client of the rig's bus and sound server.
-    var clientEnvironment: [String: String] {
+    var clientEnvironment: [String: String] { clientEnvironment(nil) }
+
+    /// The same, playing to `sound` (nil: the rig's own).
+    func clientEnvironment(_ sound: Sound?) -> [String: String] {
         var env = ProcessInfo.processInfo.environment
         env["DBUS_SESSION_BUS_ADDRESS"] = info.bus_address
-        env["PULSE_SERVER"] = info.pulse_server
-        env["XDG_RUNTIME_DIR"] = info.pulse_runtime
+        env["PULSE_SERVER"] = sound?.pulse_server ?? info.pulse_server
+        env["XDG_RUNTIME_DIR"] = sound?.pulse_runtime ?? info.pulse_runtime
         env.removeValue(forKey: "DISPLAY")
         env.removeValue(forKey: "WAYLAND_DISPLAY")
         return env

@@ -11,54 +11,9 @@ final class StatusLog: StreamPlayerDelegate {
 }
 
 /// The stream player against the rig's real Icecast, heard through the null sink's monitor.
-final class StreamPlayerTests: XCTestCase {
-    var rig: Rig!
-    var recorder: Recorder!
-    var players: [StreamPlayer] = []
-    var tones: [Int] { rig.info.tracks.map(\.freq) }
-
-    override func setUpWithError() throws {
-        rig = try Rig.get()
-        recorder = try Recorder(rig: rig)
-    }
-
-    override func tearDown() {
-        for p in players { p.stop() }
-        players = []
-        recorder?.stop()
-        // Let the sink's stream close before the next test records.
-        usleep(300_000)
-    }
-
-    func player(_ url: String, password: String? = nil, configure: (inout StreamConfig) -> Void = { _ in },
-                log: StatusLog? = nil) -> StreamPlayer {
-        var c = StreamConfig(url: url, user: "listener", password: password ?? rig.info.password, sink: rig.info.sink)
-        c.pulseServer = rig.info.pulse_server
-        configure(&c)
-        let p = StreamPlayer(config: c, delegate: log)
-        players.append(p)
-        return p
-    }
-
-    func expectedTone() throws -> Int {
-        let title = try rig.currentTitle()
-        return try XCTUnwrap(rig.track(titled: title ?? "")?.freq, "Mopidy plays \(String(describing: title))")
-    }
-
-    func testHearsTheTrackMopidyPlaysAndFollowsNext() throws {
-        let p = player(rig.info.stream_url)
-        p.play()
-        XCTAssertTrue(waitUntil(5) { p.currentStatus == .playing }, "status \(p.currentStatus)")
-        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 3), "wrong or no tone")
-        try rig.rpc("core.playback.next")
-        let next = try expectedTone()
-        XCTAssertNotNil(recorder.waitForTone(next, candidates: tones, timeout: 3), "tone did not change to \(next) Hz")
-        let f = p.currentFigures
-        XCTAssertEqual(f.format, AudioFormat(sampleRate: 44100, channels: 2, bitsPerSample: 16))
-        XCTAssertGreaterThan(f.samplesDecoded, 44100)
-        XCTAssertGreaterThan(f.bytesReceived, 10_000)
-        print("join: skipped \(f.skippedAtJoinMs) ms of Icecast's burst; sound server buffer \(f.bufferedMs) ms")
-    }
+/// (The scaffolding and the tests run on each sound server are in SoundServerTests.swift.)
+final class StreamPlayerTests: StreamAudioTestCase {
+    func testHearsTheTrackMopidyPlaysAndFollowsNext() throws { try hearsTheTrackMopidyPlaysAndFollowsNext() }
 
     func testNativeFLACJoinedMidStreamAndThroughNginx() throws {
         for url in [rig.info.native_stream_url, rig.info.nginx_stream_url] {
@@ -71,30 +26,7 @@ final class StreamPlayerTests: XCTestCase {
         }
     }
 
-    func testPauseSilencesWithin200msAndResumeComesBack() throws {
-        let p = player(rig.info.stream_url)
-        p.play()
-        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 6))
-        let t0 = monotonicUs()
-        p.pause()
-        XCTAssertTrue(waitUntil(2) { p.currentStatus == .paused })
-        usleep(600_000)
-        // Find when the recording went silent: the first 10 ms window after t0 with no signal.
-        let start = recorder.index(atTime: t0)
-        var silentAt: Int64? = nil
-        var i = start
-        while i + 441 < recorder.count {
-            if recorder.rms(recorder.window(i, 441)) < 0.001 { silentAt = recorder.time(ofSample: i); break }
-            i += 441
-        }
-        let silence = try XCTUnwrap(silentAt, "never went silent after pause")
-        let ms = Double(silence - t0) / 1000
-        print("pause → silence: \(ms) ms")
-        XCTAssertLessThanOrEqual(ms, 200)
-        XCTAssertLessThan(recorder.rms(recorder.window(recorder.count - 4410, 4410)), 0.001, "not silent after pause")
-        p.play()
-        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no tone after resume")
-    }
+    func testPauseSilencesWithin200msAndResumeComesBack() throws { try pauseSilencesWithin200msAndResumeComesBack() }
 
     func testWrongPasswordIsReportedAndRetriedSlowly() throws {
         let log = StatusLog()

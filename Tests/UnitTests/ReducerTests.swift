@@ -67,6 +67,7 @@ final class ReducerTests: XCTestCase {
                 case .quit: trace.append("quit")
                 case .log(let level, let text): if level <= .warning { trace.append("log \(text)") }
                 case .signal(_, let member, let args): if lists { trace.append("\(member) \(Rig.short(args))") }
+                case .askToSignIn(let r): trace.append("sign in: \(r.sentence)")
                 }
             }
         }
