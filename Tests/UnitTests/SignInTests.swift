@@ -99,7 +99,7 @@ final class SignInTests: XCTestCase {
         var r = Rig(listening: false)
         let refused = MopidyError.httpStatus(url: "http://127.0.0.1:1/api/mopidy/rpc", status: 401, snippet: "").description
         r.feed(.reply(.failed(.next, reason: refused)))
-        r.feed(.reply(.failed(.resync, reason: refused)))
+        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: refused)))
         XCTAssertEqual(r.trace.filter { $0.hasPrefix("sign in") }.count, 1, "\(r.trace)")
         XCTAssertTrue(r.trace.contains { $0.hasPrefix("log Groove Audio refused the password for listener@127.0.0.1") }, "\(r.trace)")
         r.feed(.eventsConnected)

@@ -1,0 +1,159 @@
+import Audio
+import DBus
+import MPRIS
+import Mopidy
+import Support
+
+// What goes into the reducer and what comes out of it.
+
+/// When an input is reduced, as the runner saw it: the reducer reads no clock and no other
+/// thread, so a test replays any sequence exactly.
+public struct Moment: Sendable, Equatable {
+    public var nowUs: Int64
+    /// How far what this computer plays lags the stream's live edge (StreamPlayer's measure of
+    /// the sound server and its own buffers), ms; 0 when it is not playing.
+    public var streamDelayMs: Int
+    public var nowMs: Int { Int(nowUs / 1000) }
+
+    public init(nowUs: Int64, streamDelayMs: Int = 0) {
+        self.nowUs = nowUs
+        self.streamDelayMs = streamDelayMs
+    }
+}
+
+/// Everything that changes the bridge's state, in the order the runner received it.
+public enum Input: Sendable {
+    /// Mopidy's event socket is up: fetch the whole state (events missed meanwhile are lost).
+    case eventsConnected
+    case eventsDisconnected(reason: String)
+    case event(MopidyEvent)
+    /// The answer to one of the bridge's own Mopidy calls.
+    case reply(Reply)
+    case streamStatus(StreamStatus, sequence: Int)
+    /// The user, through MPRIS.
+    case command(PlayerCommand)
+    case reload(Config)
+    /// The cover of a track is on disk (nil: it has none, or it could not be fetched).
+    case artReady(trackURI: String, file: String?)
+    /// The deadline the state asked for (`nextDeadlineMs`) has passed.
+    case due
+}
+
+/// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
+public enum MopidyCall: Equatable, Sendable {
+    /// The whole state; `generation` tells its answer from an older fetch's.
+    case resync(generation: Int)
+    case refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists
+    case play, resume, pause, stop, next, previous
+    case seek(ms: Int)
+    case setVolume(Int)
+    case setLoop(LoopStatus)
+    case setRandom(Bool)
+    case open(uri: String)
+    case addTrack(uri: String, afterTlid: Int?, play: Bool)
+    case removeTrack(tlid: Int)
+    case goTo(tlid: Int)
+    case activatePlaylist(uri: String)
+
+    /// Asked for by a user's command (not by the bridge's own bookkeeping).
+    var isCommand: Bool {
+        switch self {
+        case .resync, .refreshNeighbours, .refreshOptions, .refreshTracklist, .refreshPlaylists: return false
+        default: return true
+        }
+    }
+
+    /// Calls where only the newest matters (a volume wheel, a seek bar dragged): while one is
+    /// under way, a newer one waits and replaces any other waiting.
+    var latestWins: Latest? {
+        switch self {
+        case .setVolume: return .volume
+        case .seek: return .seek
+        default: return nil
+        }
+    }
+
+    enum Latest: Hashable, Sendable { case volume, seek }
+
+    /// For log lines.
+    var name: String {
+        switch self {
+        case .resync: return "resync"
+        case .refreshNeighbours: return "next/previous"
+        case .refreshOptions: return "options"
+        case .refreshTracklist: return "tracklist"
+        case .refreshPlaylists: return "playlists"
+        case .addTrack(let uri, _, _): return "add \(uri)"
+        case .removeTrack: return "remove"
+        case .goTo: return "go to"
+        case .activatePlaylist(let uri): return "activate \(uri)"
+        case .play, .resume: return "play"
+        case .pause: return "pause"
+        case .stop: return "stop"
+        case .next: return "next"
+        case .previous: return "previous"
+        case .seek: return "seek"
+        case .setVolume: return "volume"
+        case .setLoop: return "loop"
+        case .setRandom: return "shuffle"
+        case .open(let uri): return "open \(uri)"
+        }
+    }
+}
+
+public enum Reply: Sendable {
+    case synced(Snapshot)
+    case neighbours(next: Int?, previous: Int?)
+    case options(repeatOn: Bool, single: Bool, random: Bool)
+    /// The tracklist around the current track (see `ServerState.tracklist`).
+    case tracklist([TlTrack])
+    case playlists([PlaylistInfo])
+    /// A playlist replaced the tracklist with these tracks.
+    case activated(uri: String, tlids: [Int])
+    case done(MopidyCall)
+    case failed(MopidyCall, reason: String)
+}
+
+/// Mopidy's whole state, fetched after every (re)connect.
+public struct Snapshot: Equatable, Sendable {
+    /// The fetch it answers (`MopidyCall.resync`).
+    public var generation = 0
+    public var rpcURL: String
+    public var current: TlTrack?
+    public var state: PlaybackState
+    public var positionMs: Int
+    public var volume: Int?
+    public var repeatOn = false, single = false, random = false
+    public var nextTlid: Int? = nil, previousTlid: Int? = nil
+    public var uriSchemes: [String] = []
+
+    public init(rpcURL: String, current: TlTrack?, state: PlaybackState, positionMs: Int, volume: Int?) {
+        self.rpcURL = rpcURL; self.current = current; self.state = state
+        self.positionMs = positionMs; self.volume = volume
+    }
+}
+
+public enum StreamCommand: Equatable, Sendable {
+    case play, pause, stop
+    case volume(Double)
+    case configure(StreamConfig)
+}
+
+/// Work the reducer asks for; the runner performs it, in order.
+public enum Effect: Equatable, Sendable {
+    /// The MPRIS object's new state (the service signals what changed).
+    case publish(PlayerState)
+    case seeked(positionUs: Int64)
+    case call(MopidyCall)
+    case fetchArt(Track)
+    case notify(Track, artFile: String?)
+    case stream(StreamCommand)
+    /// Raise: the server's web interface in the browser.
+    case openWebInterface
+    case quit
+    case log(Log.Level, String)
+    /// A signal of TrackList or Playlists.
+    case signal(interface: String, member: String, args: [DBusValue])
+    /// The password is refused: a desktop notification asks the user to sign in again.
+    case askToSignIn(SignInRequest)
+}
