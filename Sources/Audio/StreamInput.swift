@@ -6,6 +6,8 @@ protocol BurstWatcher: AnyObject {
     var joining: Bool { get }
     /// No byte came for `burstGapMs`: the burst may be over.
     func burstPaused()
+    /// The input is about to wait for bytes: what is decoded should go out first.
+    func inputWaits()
 }
 
 /// Bytes from the ring to libFLAC, on the decoder thread: the sniffed start first; Ogg page by
@@ -44,6 +46,7 @@ final class StreamInput {
     }
 
     private let ring: ByteRing
+    private let loop: AudioLoop
     private let kind: StreamKind
     private let stats: StreamStats
     /// Set by the player once the output exists; held strongly (the output holds no input).
@@ -64,8 +67,9 @@ final class StreamInput {
     private(set) var arrivalMs: Int
     private var readArrivalMs: Int
 
-    init(ring: ByteRing, prefix: [UInt8], kind: StreamKind, stats: StreamStats) {
+    init(ring: ByteRing, loop: AudioLoop, prefix: [UInt8], kind: StreamKind, stats: StreamStats) {
         self.ring = ring
+        self.loop = loop
         self.prefix = prefix
         self.kind = kind
         self.stats = stats
@@ -140,11 +144,16 @@ final class StreamInput {
     }
 
     /// While the output joins, waits at most `burstGapMs`: a pause in the data means Icecast's
-    /// burst is over.
+    /// burst is over. Waits in the audio loop, so the sound server's messages are handled
+    /// meanwhile.
     private func fromRing(into buf: UnsafeMutableRawBufferPointer) -> DecoderInput {
         while true {
             let deadline = burst?.joining == true ? monotonicMs() + StreamTuning.burstGapMs : nil
-            switch ring.read(into: buf, deadlineMs: deadline) {
+            let r = ring.read(into: buf, deadlineMs: deadline, waitingWith: { [burst, loop] deadline in
+                burst?.inputWaits()
+                loop.wait(deadlineMs: deadline)
+            })
+            switch r {
             case .bytes(let n): return .bytes(n)
             case .ended: return .end
             case .timedOut: burst?.burstPaused()

@@ -12,9 +12,10 @@ final class Recorder: @unchecked Sendable {
     private var marks: [(Int64, Int)] = []
     private var carry: UInt8? = nil
 
-    init(rig: Rig) throws {
+    /// `source`: what to record (default: the rig's sink's monitor).
+    init(rig: Rig, source: String? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["parec", "-d", rig.info.monitor, "--raw", "--format=s16le", "--rate=\(Recorder.rate)",
+        process.arguments = ["parec", "-d", source ?? rig.info.monitor, "--raw", "--format=s16le", "--rate=\(Recorder.rate)",
                              "--channels=1", "--latency-msec=10"]
         process.environment = rig.clientEnvironment
         let out = Pipe()
