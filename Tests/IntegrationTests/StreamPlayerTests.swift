@@ -57,7 +57,7 @@ final class StreamPlayerTests: XCTestCase {
         XCTAssertEqual(f.format, AudioFormat(sampleRate: 44100, channels: 2, bitsPerSample: 16))
         XCTAssertGreaterThan(f.samplesDecoded, 44100)
         XCTAssertGreaterThan(f.bytesReceived, 10_000)
-        print("join: skipped \(f.skippedAtJoinMs) ms of Icecast's burst; sound server buffer \(f.bufferedMs) ms")
+        print("join: skipped \(f.skippedAtJoinMs) ms of Icecast's burst; sound server buffer \(f.bufferedMs) ms; delay \(f.localDelayMs) ms")
     }
 
     func testNativeFLACJoinedMidStreamAndThroughNginx() throws {
