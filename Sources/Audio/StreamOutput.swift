@@ -45,10 +45,16 @@ final class StreamOutput: BurstWatcher {
         sink?.onOutputLost = onOutputLost
     }
 
-    /// libFLAC's frame callback; `arrivalMs`: when the frame's bytes arrived. False stops the
-    /// decoder (the connection was cancelled or the sound output failed).
-    func write(_ f: DecodedFrame, arrivalMs: Int) -> Bool {
+    /// libFLAC's frame callback; `arrivalMs`: when the frame's bytes arrived; `skippedSamples`:
+    /// audio before it that the input skipped undecoded. False stops the decoder (the
+    /// connection was cancelled or the sound output failed).
+    func write(_ f: DecodedFrame, arrivalMs: Int, skippedSamples: Int64 = 0) -> Bool {
         if connection.ring.isCancelled { return false }
+        if skippedSamples > 0 {
+            let samples = Int(clamping: skippedSamples)
+            delay.skipped(samples: samples, sampleRate: f.format.sampleRate)
+            join.skippedUndecoded(ms: f.format.milliseconds(frames: samples))
+        }
         stats.decoded(samples: f.samples, format: f.format)
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
         if joining {

@@ -201,7 +201,8 @@ public final class StreamPlayer: @unchecked Sendable {
             return sink
         }
         let config = self.config
-        let input = StreamInput(ring: c.ring, loop: loop, prefix: start.head, kind: kind, stats: stats)
+        let input = StreamInput(ring: c.ring, loop: loop, prefix: start.head, kind: kind, stats: stats,
+                                joinKeepMs: config.joinBufferMs, joinStartedMs: start.firstByteMs)
         let settings = StreamOutput.Settings(joinKeepMs: config.joinBufferMs, sinkName: config.sink,
                                              server: config.pulseServer, onOutputLost: config.onOutputLost)
         let output = StreamOutput(
@@ -212,7 +213,7 @@ public final class StreamPlayer: @unchecked Sendable {
         while !c.ring.isCancelled {
             guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
                                             read: { buf in input.read(into: buf) },
-                                            frame: { f in output.write(f, arrivalMs: input.arrivalMs) },
+                                            frame: { f in output.write(f, arrivalMs: input.arrivalMs, skippedSamples: input.takeSkippedSamples()) },
                                             corruption: { [stats] in stats.lostSync() }) else {
                 c.fail("cannot start the FLAC decoder (out of memory)")
                 return output.sink
