@@ -85,8 +85,9 @@ final class OutputLostFollowTests: OutputLostTestCase {
     func testFollowKeepsPlayingWherePulseAudioMovedIt() throws {
         let (other, t0) = try unloadWhilePlaying()
         let tones = rig.info.tracks.map(\.freq)
-        XCTAssertNotNil(other.waitForTone(try expectedTone(), candidates: tones, timeout: 3), "nothing on the other output")
-        let heard = try XCTUnwrap(other.firstHeard(try expectedTone(), candidates: tones, fromUs: t0))
+        // Any of the rig's tones: the house may change track meanwhile.
+        XCTAssertTrue(waitUntil(3) { other.recentTone(ms: 200, candidates: tones) != nil }, "nothing on the other output")
+        let heard = try XCTUnwrap(tones.compactMap { other.firstHeard($0, candidates: tones, fromUs: t0) }.min())
         let ms = Double(heard - t0) / 1000
         print("output lost, follow → heard on the other output: \(ms) ms")
         XCTAssertLessThanOrEqual(ms, 1000)

@@ -55,7 +55,8 @@ final class StreamPlayerTests: XCTestCase {
         XCTAssertNotNil(recorder.waitForTone(next, candidates: tones, timeout: 3), "tone did not change to \(next) Hz")
         let f = p.currentFigures
         XCTAssertEqual(f.format, AudioFormat(sampleRate: 44100, channels: 2, bitsPerSample: 16))
-        XCTAssertGreaterThan(f.samplesDecoded, 44100)
+        // At least the join's 0.5 s: the rest of Icecast's burst is skipped undecoded.
+        XCTAssertGreaterThanOrEqual(f.samplesDecoded, 44100 / 2)
         XCTAssertGreaterThan(f.bytesReceived, 10_000)
         print("join: skipped \(f.skippedAtJoinMs) ms of Icecast's burst; sound server buffer \(f.bufferedMs) ms; delay \(f.localDelayMs) ms")
     }
