@@ -20,13 +20,19 @@ public final class ByteRing: @unchecked Sendable {
     private var bytesWritten = 0
     private var bytesRead = 0
     private var _lastReadArrivalMs = 0
+    /// Wakes a reader that waits elsewhere than on this ring's lock (`read(…, waitingWith:)`).
+    private let wake: (@Sendable () -> Void)?
+    private var readerWaits = false
 
     /// When the last byte that `read` returned arrived (monotonic ms): how old the data the
     /// reader has is, whatever waited in between.
     public var lastReadArrivalMs: Int { monitor.withLock { _lastReadArrivalMs } }
 
-    public init(capacity: Int) {
+    /// `wake`: called (at most once per wait) when a reader that waits through `waitingWith`
+    /// has something to read, and on `cancel`.
+    public init(capacity: Int, wake: (@Sendable () -> Void)? = nil) {
         self.capacity = capacity
+        self.wake = wake
         storage = [UInt8](repeating: 0, count: capacity)
     }
 
@@ -54,41 +60,71 @@ public final class ByteRing: @unchecked Sendable {
                     arrivals.append((bytesWritten, now))
                 }
                 monitor.broadcast()
+                wakeReaderLocked()
             }
             return true
         }
     }
 
-    /// Reads up to `into.count` bytes, waiting until `deadlineMs` (nil: forever) for some.
-    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil) -> ReadResult {
-        monitor.withLock {
-            while count == 0 && !producerDone && !cancelled {
-                if !monitor.wait(deadlineMs: deadlineMs) && count == 0 { return .timedOut }
+    /// Reads up to `into.count` bytes, waiting until `deadlineMs` (nil: forever) for some: on
+    /// this ring's lock, or through `waitingWith` (called with the deadline, without the lock,
+    /// until `wake` is called or the deadline passed; it may return early).
+    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil,
+                     waitingWith wait: ((Int?) -> Void)? = nil) -> ReadResult {
+        guard let wait else {
+            return monitor.withLock {
+                while count == 0 && !producerDone && !cancelled {
+                    if !monitor.wait(deadlineMs: deadlineMs) && count == 0 { return .timedOut }
+                }
+                return takeLocked(into: into)
             }
-            if cancelled || count == 0 { return .ended }
-            let n = min(into.count, count, capacity - head)
-            storage.withUnsafeBytes { src in
-                into.baseAddress!.copyMemory(from: src.baseAddress!.advanced(by: head), byteCount: n)
+        }
+        while true {
+            let r = monitor.withLock { () -> ReadResult? in
+                if count > 0 || producerDone || cancelled { return takeLocked(into: into) }
+                if let d = deadlineMs, monotonicMs() >= d { return .timedOut }
+                readerWaits = true
+                return nil
             }
-            head = (head + n) % capacity
-            count -= n
-            bytesRead += n
-            while arrivalsHead < arrivals.count - 1 && arrivals[arrivalsHead].end < bytesRead { arrivalsHead += 1 }
-            if arrivalsHead < arrivals.count { _lastReadArrivalMs = arrivals[arrivalsHead].ms }
-            if arrivalsHead >= 256 && arrivalsHead * 2 >= arrivals.count {
-                arrivals.removeFirst(arrivalsHead)
-                arrivalsHead = 0
-            }
-            monitor.broadcast()
-            return .bytes(n)
+            if let r { return r }
+            wait(deadlineMs)
         }
     }
 
-    /// The producer is done: the consumer gets what is left, then `.ended`.
-    public func finish() { monitor.withLock { producerDone = true; monitor.broadcast() } }
+    private func wakeReaderLocked() {
+        guard readerWaits else { return }
+        readerWaits = false
+        wake?()
+    }
 
-    /// Ends both sides now; buffered bytes are dropped.
-    public func cancel() { monitor.withLock { cancelled = true; count = 0; monitor.broadcast() } }
+    private func takeLocked(into: UnsafeMutableRawBufferPointer) -> ReadResult {
+        if cancelled || count == 0 { return .ended }
+        let n = min(into.count, count, capacity - head)
+        storage.withUnsafeBytes { src in
+            into.baseAddress!.copyMemory(from: src.baseAddress!.advanced(by: head), byteCount: n)
+        }
+        head = (head + n) % capacity
+        count -= n
+        bytesRead += n
+        while arrivalsHead < arrivals.count - 1 && arrivals[arrivalsHead].end < bytesRead { arrivalsHead += 1 }
+        if arrivalsHead < arrivals.count { _lastReadArrivalMs = arrivals[arrivalsHead].ms }
+        if arrivalsHead >= 256 && arrivalsHead * 2 >= arrivals.count {
+            arrivals.removeFirst(arrivalsHead)
+            arrivalsHead = 0
+        }
+        monitor.broadcast()
+        return .bytes(n)
+    }
+
+    /// The producer is done: the consumer gets what is left, then `.ended`.
+    public func finish() { monitor.withLock { producerDone = true; monitor.broadcast(); wakeReaderLocked() } }
+
+    /// Ends both sides now; buffered bytes are dropped. Wakes the reader wherever it waits (the
+    /// decoder may wait for the sound server, not for bytes).
+    public func cancel() {
+        monitor.withLock { cancelled = true; count = 0; monitor.broadcast() }
+        wake?()
+    }
 
     public var isCancelled: Bool { monitor.withLock { cancelled } }
 }

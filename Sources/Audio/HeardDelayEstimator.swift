@@ -39,6 +39,13 @@ struct HeardDelayEstimator {
         lastArrivalMs = arrivalMs
     }
 
+    /// `samples` before the next frame were skipped undecoded: they count as positions passed,
+    /// as if decoded (their arrival says nothing: they came in a burst).
+    mutating func skipped(samples: Int, sampleRate: Int) {
+        guard sampleRate > 0 else { return }
+        decodedMs += Double(samples) * 1000 / Double(sampleRate)
+    }
+
     /// The delay at `nowMs`, lightly smoothed (libpulse's latency interpolation and the write
     /// pieces jitter), or nil before the first frame. `soundServerMs`: written to the sound
     /// server and not yet heard; `unwrittenMs`: the rest of the piece being written;

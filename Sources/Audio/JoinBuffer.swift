@@ -37,6 +37,9 @@ struct JoinBuffer {
         }
     }
 
+    /// Audio the input skipped before decoding (StreamInput+Join) counts as dropped too.
+    mutating func skippedUndecoded(ms: Int) { skippedMs += max(0, ms) }
+
     /// A pause in the data ends the join only once this much is held.
     var isFull: Bool { heldMs >= keepMs }
 

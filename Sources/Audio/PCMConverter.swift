@@ -6,20 +6,25 @@ public struct PCMConverter: Sendable {
 
     /// Writes `f` into `pcm`, reusing its storage when the size is unchanged.
     public func convert(_ f: DecodedFrame, volume: Double, into pcm: inout [UInt8]) {
+        let count = f.samples * f.format.sinkBytesPerFrame
+        if pcm.count != count { pcm = [UInt8](repeating: 0, count: count) }
+        pcm.withUnsafeMutableBytes { convert(f, volume: volume, into: $0) }
+    }
+
+    /// Writes `f` into `raw` (at least `samples × sinkBytesPerFrame` bytes): the sound server's
+    /// own memory, with no copy in between.
+    public func convert(_ f: DecodedFrame, volume: Double, into raw: UnsafeMutableRawBufferPointer) {
         let ch = f.format.channels, n = f.samples
         let bps = f.format.sinkBytesPerSample
-        let count = n * ch * bps
-        if pcm.count != count { pcm = [UInt8](repeating: 0, count: count) }
+        precondition(raw.count >= n * ch * bps, "conversion buffer too small")
         let gain = Int64((volume * 65536).rounded())
         let shift = Int64(max(0, (bps == 2 ? 16 : 32) - f.format.bitsPerSample))
-        pcm.withUnsafeMutableBytes { raw in
-            for c in 0..<ch {
-                guard let plane = f.planes[c] else { continue }
-                if bps == 2 {
-                    interleave(Int16.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
-                } else {
-                    interleave(Int32.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
-                }
+        for c in 0..<ch {
+            guard let plane = f.planes[c] else { continue }
+            if bps == 2 {
+                interleave(Int16.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
+            } else {
+                interleave(Int32.self, plane, into: raw, channel: c, of: ch, samples: n, shift: shift, gain: gain)
             }
         }
     }

@@ -1,79 +1,299 @@
 import CPulse
 @preconcurrency import Glibc
+import Support
 
-public struct SinkError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    public var description: String { message }
-}
-
-/// A PulseAudio (or PipeWire-pulse) playback stream through the simple API. The only user of
-/// libpulse. Not thread-safe: the decoder thread owns it. Frees the stream in `deinit`.
+/// A PulseAudio (or PipeWire-pulse) playback stream through the asynchronous API, on the
+/// decoder thread's `AudioLoop`: no thread of libpulse's own. The decoder converts straight into
+/// libpulse's memory (`reserve`, pa_stream_begin_write) and hands over whole pieces; a pause
+/// corks and flushes the stream and keeps it. The only user of libpulse. Not thread-safe: the
+/// decoder thread owns it. Frees the stream and its context in `deinit`.
 public final class PulseSink {
     let format: AudioFormat
-    /// What the decoder writes at a time: one request's worth.
+    /// The least room the server asks for at a time (`minreq`): the decoder waits for that much.
     let pieceBytes: Int
-    private let simple: OpaquePointer
+    /// The sound server or the stream failed: this sink is done, a new one is needed.
+    private(set) var failure: SinkError? = nil
+    /// The output went away while playing and `OutputLostAction.pause` applies: called from
+    /// within `AudioLoop.wait`, after the stream was corked and flushed.
+    var onOutputLost: ((String) -> Void)? = nil
+    private(set) var corked = false
+    private let loop: AudioLoop
+    private let lostAction: OutputLostAction
+    private let context: OpaquePointer
+    private var stream: OpaquePointer? = nil
+    /// The piece being filled in libpulse's memory: nil, or `capacity` bytes of which `filled`.
+    private var piece: (data: UnsafeMutableRawPointer, capacity: Int, filled: Int)? = nil
+    private var timing: OpaquePointer? = nil
+    private var timingAskedMs: Int? = nil
+    /// Why the output went away while playing (moved, suspended, ended by the server), once it
+    /// did: reported once, and the player opens a new stream next time.
+    private(set) var lost: String? = nil
 
-    /// Desktop mixers show the stream as "Groove Audio" with the music role. pa_simple takes no
-    /// property list, but libpulse adds PULSE_PROP_* environment variables to every client's.
-    /// setenv is not thread-safe against getenv: call this at start-up, before any thread.
+    /// Desktop mixers show the stream as "Groove Audio" with the music role: libpulse adds
+    /// PULSE_PROP_* environment variables to every client's property list. setenv is not
+    /// thread-safe against getenv: call this at start-up, before any thread.
     public static func prepareEnvironment() {
         setenv("PULSE_PROP_media.role", "music", 0)
         setenv("PULSE_PROP_application.icon_name", "groove-bridge", 0)
         setenv("PULSE_PROP_application.id", "groove-bridge", 0)
     }
 
-    /// `sink`: a sink name (nil: PULSE_SINK or the default). `bufferMs`: the server-side buffer;
-    /// `requestMs`: the least free space the server waits for before it asks for more (the
-    /// decoder writes pieces of that size). pa_simple asks for ADJUST_LATENCY, so PulseAudio runs
-    /// the sink at (bufferMs − 2 × requestMs) / 2 = 200 ms when no other client asks for less.
-    /// Left to the server, requests come every 20 ms: 600/100 costs a tenth less than 400/default,
-    /// alone on the sink and beside a low-latency player; 400/100 costs more, the sink then running
-    /// at 100 ms (BENCHMARKS.md). A pause still silences within one piece, because the decoder
-    /// flushes the buffer.
-    init(format: AudioFormat, server: String?, sink: String?, bufferMs: Int = StreamTuning.sinkBufferMs,
-         requestMs: Int = StreamTuning.pieceMs) throws(SinkError) {
+    /// `sink`: a sink name (nil: PULSE_SINK or the default). `bufferMs`: the server-side buffer
+    /// (`tlength`); `requestMs`: the least free space the server waits for before it asks for
+    /// more (`minreq`). With ADJUST_LATENCY PulseAudio keeps the whole latency near `bufferMs`,
+    /// running the sink at (bufferMs − 2 × requestMs) / 2 when no other client asks for less.
+    /// Waits on `loop` until the stream is ready (a local server answers at once).
+    init(format: AudioFormat, server: String?, sink: String?, loop: AudioLoop, lostAction: OutputLostAction,
+         bufferMs: Int = StreamTuning.sinkBufferMs, requestMs: Int = StreamTuning.pieceMs) throws(SinkError) {
         self.format = format
+        self.loop = loop
+        self.lostAction = lostAction
         pieceBytes = format.sinkBytes(milliseconds: requestMs)
+        let what = "cannot open the sound output\(sink.map { " '\($0)'" } ?? "")"
+        guard let ctx = pa_context_new(loop.api, "Groove Audio") else { throw SinkError(message: "\(what): out of memory") }
+        context = ctx
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        pa_context_set_state_callback(ctx, paContextState, me)
+        guard pa_context_connect(ctx, server, PA_CONTEXT_NOAUTOSPAWN, nil) >= 0 else { throw error(what) }
+        try waitFor(what) { pa_context_get_state(ctx) == PA_CONTEXT_READY }
+
         var spec = pa_sample_spec()
         spec.format = format.sinkBytesPerSample == 2 ? PA_SAMPLE_S16LE : PA_SAMPLE_S32LE
         spec.rate = UInt32(format.sampleRate)
         spec.channels = UInt8(clamping: format.channels)
+        guard let s = pa_stream_new(ctx, "Groove Audio stream", &spec, nil) else { throw error(what) }
+        stream = s
+        pa_stream_set_state_callback(s, paStreamState, me)
+        pa_stream_set_moved_callback(s, paStreamMoved, me)
+        pa_stream_set_suspended_callback(s, paStreamSuspended, me)
         var attr = pa_buffer_attr()
         attr.maxlength = UInt32.max
         attr.tlength = UInt32(format.sinkBytes(milliseconds: bufferMs))
-        // The server's default: playback starts once buffer − request (500 ms) is written. The
-        // join at the live edge writes its 500 ms at once, so the first sound is not held back.
+        // The server's default: playback starts once buffer − request is written. The join at the
+        // live edge writes its 500 ms at once, so the first sound is not held back.
         attr.prebuf = UInt32.max
         attr.minreq = UInt32(pieceBytes)
         attr.fragsize = UInt32.max
-        var err: Int32 = 0
-        guard let s = pa_simple_new(server, "Groove Audio", PA_STREAM_PLAYBACK, sink, "Groove Audio stream",
-                                    &spec, nil, &attr, &err) else {
-            throw SinkError(message: "cannot open the sound output\(sink.map { " '\($0)'" } ?? ""): \(String(cString: pa_strerror(err)))")
+        // No AUTO_TIMING_UPDATE: libpulse would ask every 1.5 s even while corked, waking an idle
+        // bridge; `commit` asks while playing (StreamTuning.timingEveryMs). No interpolation:
+        // `latencyUs` extrapolates the server's own report, which a smoother would lag behind
+        // when the sink's latency changes under the stream.
+        guard pa_stream_connect_playback(s, sink, &attr, PA_STREAM_ADJUST_LATENCY, nil, nil) >= 0 else { throw error(what) }
+        try waitFor(what) { pa_stream_get_state(s) == PA_STREAM_READY }
+    }
+
+    deinit {
+        // A piece begun and not written is freed with the stream.
+        if let timing { pa_operation_unref(timing) }
+        if let s = stream {
+            pa_stream_set_state_callback(s, nil, nil)
+            pa_stream_set_moved_callback(s, nil, nil)
+            pa_stream_set_suspended_callback(s, nil, nil)
+            pa_stream_disconnect(s)
+            pa_stream_unref(s)
         }
-        simple = s
+        pa_context_set_state_callback(context, nil, nil)
+        pa_context_disconnect(context)
+        pa_context_unref(context)
+        // The disconnect messages leave now, not at the next wait.
+        loop.runPending()
     }
 
-    deinit { pa_simple_free(simple) }
+    private func error(_ what: String) -> SinkError {
+        SinkError(message: "\(what): \(String(cString: pa_strerror(pa_context_errno(context))))")
+    }
 
-    func write(_ bytes: UnsafeRawBufferPointer) throws(SinkError) {
-        var err: Int32 = 0
-        if pa_simple_write(simple, bytes.baseAddress, bytes.count, &err) < 0 {
-            throw SinkError(message: "sound output failed: \(String(cString: pa_strerror(err)))")
+    private func waitFor(_ what: String, _ ready: () -> Bool) throws(SinkError) {
+        let deadline = monotonicMs() + StreamTuning.sinkOpenTimeoutMs
+        while !ready() {
+            if let failure { throw SinkError(message: "\(what): \(failure.message)") }
+            if monotonicMs() >= deadline { throw SinkError(message: "\(what): the sound server did not answer") }
+            loop.wait(deadlineMs: deadline)
         }
     }
 
-    /// Drops what is buffered, so output stops now.
-    func flush() {
-        var err: Int32 = 0
-        _ = pa_simple_flush(simple, &err)
+    // MARK: - Writing
+
+    /// Room the server asked for that no piece fills yet, in bytes.
+    var writable: Int {
+        guard let s = stream, failure == nil else { return 0 }
+        let n = pa_stream_writable_size(s)
+        return n == Int(bitPattern: UInt.max) ? 0 : max(0, n - (piece?.filled ?? 0))
     }
 
-    /// Audio written but not yet heard, in microseconds.
-    func latencyUs() -> Int {
-        var err: Int32 = 0
-        let l = pa_simple_get_latency(simple, &err)
-        return l == UInt64.max ? 0 : Int(clamping: l)
+    /// Converted into the piece and not yet handed to the server, in bytes.
+    var pendingBytes: Int { piece?.filled ?? 0 }
+
+    /// `count` bytes of libpulse's memory to convert into, in the current piece or a new one as
+    /// large as the server's request (pieces of several frames: fewer messages). Nil when the
+    /// memory cannot be had (a frame larger than libpulse's block): write a copy instead.
+    func reserve(_ count: Int) -> UnsafeMutableRawBufferPointer? {
+        guard let s = stream, failure == nil else { return nil }
+        if let p = piece, p.capacity - p.filled >= count {
+            return UnsafeMutableRawBufferPointer(start: p.data + p.filled, count: count)
+        }
+        commit()
+        var data: UnsafeMutableRawPointer? = nil
+        var size = max(count, writable)
+        guard pa_stream_begin_write(s, &data, &size) == 0, let data else { return nil }
+        guard size >= count else {
+            pa_stream_cancel_write(s)
+            return nil
+        }
+        piece = (data, size, 0)
+        return UnsafeMutableRawBufferPointer(start: data, count: count)
+    }
+
+    /// `count` reserved bytes are filled. The piece goes once another such will not fit.
+    func filled(_ count: Int) {
+        guard var p = piece else { return }
+        p.filled += count
+        piece = p
+        if p.capacity - p.filled < count { commit() }
+    }
+
+    /// Hands the piece being filled to the server (before the decoder waits for anything).
+    func commit() {
+        guard let p = piece, let s = stream else { return }
+        piece = nil
+        if p.filled == 0 {
+            pa_stream_cancel_write(s)
+        } else if pa_stream_write(s, p.data, p.filled, nil, 0, PA_SEEK_RELATIVE) < 0 {
+            fail(error("sound output failed"))
+        }
+        askTiming()
+    }
+
+    /// Writes a copy of `bytes` (the join's held audio), after the piece being filled.
+    func write(copyOf bytes: UnsafeRawBufferPointer) {
+        guard let s = stream, failure == nil, !bytes.isEmpty else { return }
+        commit()
+        if pa_stream_write(s, bytes.baseAddress, bytes.count, nil, 0, PA_SEEK_RELATIVE) < 0 {
+            fail(error("sound output failed"))
+        }
+    }
+
+    /// Playing again after a pause.
+    func resume() {
+        guard corked, let s = stream, failure == nil else { return }
+        corked = false
+        run(pa_stream_cork(s, 0, nil, nil))
+        askTiming(force: true)
+    }
+
+    /// Silence now: corks the stream and drops what it holds; the stream stays for the next Play.
+    func pause() {
+        stopOutput()
+        loop.runPending()
+    }
+
+    /// Cork + flush, queued (sent by the loop's next round: this may run inside its dispatch).
+    private func stopOutput() {
+        guard let s = stream, failure == nil else { return }
+        if piece != nil {
+            pa_stream_cancel_write(s)
+            piece = nil
+        }
+        if !corked {
+            corked = true
+            run(pa_stream_cork(s, 1, nil, nil))
+        }
+        run(pa_stream_flush(s, nil, nil))
+    }
+
+    /// Operations are not waited for: their effect is ordered by the server.
+    private func run(_ op: OpaquePointer?) { if let op { pa_operation_unref(op) } }
+
+    // MARK: - Latency
+
+    /// Asks the server where its read index and the sink are, at most every `timingEveryMs`.
+    private func askTiming(force: Bool = false) {
+        guard let s = stream, failure == nil, !corked else { return }
+        let now = monotonicMs()
+        if let op = timing {
+            guard pa_operation_get_state(op) != PA_OPERATION_RUNNING else { return }
+            pa_operation_unref(op)
+            timing = nil
+        }
+        guard force || timingAskedMs.map({ now - $0 >= StreamTuning.timingEveryMs }) ?? true else { return }
+        timingAskedMs = now
+        timing = pa_stream_update_timing_info(s, nil, nil)
+    }
+
+    /// Audio written but not yet heard, in microseconds: the server's last report (what it held,
+    /// the sink's own latency) less what played since, by the clock; what this process wrote
+    /// since counts at once (libpulse moves the write index). Nil until the first report, and
+    /// after a flush until the next.
+    func latencyUs() -> Int? {
+        guard let s = stream, failure == nil, let t = pa_stream_get_timing_info(s)?.pointee,
+              t.write_index_corrupt == 0, t.read_index_corrupt == 0 else { return nil }
+        var spec = pa_stream_get_sample_spec(s).pointee
+        let queued = Int(t.write_index - t.read_index)
+        var us = (queued > 0 ? Int(pa_bytes_to_usec(UInt64(queued), &spec)) : 0) + Int(clamping: t.sink_usec)
+        if t.playing != 0 && !corked {
+            var stamp = t.timestamp
+            us -= Int(clamping: pa_timeval_age(&stamp))
+        }
+        return max(0, us)
+    }
+
+    // MARK: - Events (from within AudioLoop.wait)
+
+    fileprivate func contextChanged() {
+        let state = pa_context_get_state(context)
+        if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
+            fail(SinkError(message: "the sound server went away: \(String(cString: pa_strerror(pa_context_errno(context))))"))
+        }
+    }
+
+    fileprivate func streamChanged() {
+        guard let s = stream, pa_stream_get_state(s) == PA_STREAM_FAILED else { return }
+        let errno = pa_context_errno(context)
+        if errno == Int32(PA_ERR_KILLED.rawValue) && pa_context_get_state(context) == PA_CONTEXT_READY
+            && lostAction == .pause && !corked {
+            outputLost("the sound server ended the stream")
+        }
+        fail(error("sound output failed"))
+    }
+
+    fileprivate func streamMoved() {
+        guard let s = stream else { return }
+        let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "another output"
+        if corked || lostAction == .follow {
+            Log.info("stream: PulseAudio moved the sound output to '\(name)'\(corked ? "" : "; playing on there (on_output_lost = follow)")")
+            return
+        }
+        outputLost("the sound output went away (PulseAudio moved the stream to '\(name)')")
+    }
+
+    fileprivate func streamSuspended() {
+        guard let s = stream, pa_stream_is_suspended(s) == 1, !corked else { return }
+        let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "the output"
+        if lostAction == .follow {
+            Log.info("stream: the sound output '\(name)' was suspended; waiting for it (on_output_lost = follow)")
+            return
+        }
+        outputLost("the sound output '\(name)' was suspended")
+    }
+
+    /// Silences at once (nothing more plays wherever the stream went), then tells the output.
+    private func outputLost(_ reason: String) {
+        guard lost == nil else { return }
+        lost = reason
+        stopOutput()
+        onOutputLost?(reason)
+    }
+
+    private func fail(_ e: SinkError) {
+        guard failure == nil else { return }
+        failure = e
+        piece = nil
     }
 }
+
+private func sinkOf(_ me: UnsafeMutableRawPointer?) -> PulseSink { Unmanaged<PulseSink>.fromOpaque(me!).takeUnretainedValue() }
+
+private let paContextState: pa_context_notify_cb_t = { _, me in sinkOf(me).contextChanged() }
+private let paStreamState: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamChanged() }
+private let paStreamMoved: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamMoved() }
+private let paStreamSuspended: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamSuspended() }

@@ -6,6 +6,8 @@ protocol BurstWatcher: AnyObject {
     var joining: Bool { get }
     /// No byte came for `burstGapMs`: the burst may be over.
     func burstPaused()
+    /// The input is about to wait for bytes: what is decoded should go out first.
+    func inputWaits()
 }
 
 /// Bytes from the ring to libFLAC, on the decoder thread: the sniffed start first; Ogg page by
@@ -43,32 +45,52 @@ final class StreamInput {
                      firstByteMs: firstByteMs)
     }
 
-    private let ring: ByteRing
-    private let kind: StreamKind
-    private let stats: StreamStats
+    let ring: ByteRing
+    private let loop: AudioLoop
+    let kind: StreamKind
+    let stats: StreamStats
     /// Set by the player once the output exists; held strongly (the output holds no input).
     var burst: BurstWatcher? = nil
-    private var prefix: [UInt8]
-    private var prefixOffset = 0
-    private var splitter = OggPageSplitter()
+    var prefix: [UInt8]
+    var prefixOffset = 0
+    var splitter = OggPageSplitter()
     private var page: [UInt8] = []
     private var pageOffset = 0
     private var serial: UInt32? = nil
     /// The current decoder reached the first page of a new chained logical stream.
     private var chainBoundary = false
     private var pendingPage: (page: OggPage, arrivalMs: Int)? = nil
-    private var scratch = [UInt8](repeating: 0, count: StreamTuning.oggReadBytes)
+    var scratch = [UInt8](repeating: 0, count: StreamTuning.oggReadBytes)
     /// When the bytes handed to libFLAC last arrived: for Ogg, when the page being decoded was
     /// complete; for native FLAC, when the last byte read arrived. Never earlier than the
     /// truth, so each frame gives an upper bound on when it could have arrived.
-    private(set) var arrivalMs: Int
-    private var readArrivalMs: Int
+    var arrivalMs: Int
+    var readArrivalMs: Int
 
-    init(ring: ByteRing, prefix: [UInt8], kind: StreamKind, stats: StreamStats) {
+    // The join (StreamInput+Join.swift): Icecast's connect burst is gathered undecoded until it
+    // pauses; only its newest `joinKeepMs` goes to libFLAC.
+    let joinKeepMs: Int
+    let joinStartedMs: Int
+    var gathering: Bool
+    var gathered: [(page: OggPage, arrivalMs: Int)] = []
+    /// Gathered pages to decode, before anything newer.
+    var released: [(page: OggPage, arrivalMs: Int)] = []
+    /// The released bytes are all out: tell the output that the burst is over.
+    var burstOverToTell = false
+    /// Samples the join skipped undecoded, for the output (`takeSkippedSamples`).
+    var skippedSamples: Int64 = 0
+
+    /// `joinKeepMs`: 0 decodes the whole burst (the output's join buffer then drops it).
+    init(ring: ByteRing, loop: AudioLoop, prefix: [UInt8], kind: StreamKind, stats: StreamStats,
+         joinKeepMs: Int, joinStartedMs: Int) {
         self.ring = ring
+        self.loop = loop
         self.prefix = prefix
         self.kind = kind
         self.stats = stats
+        self.joinKeepMs = joinKeepMs
+        self.joinStartedMs = joinStartedMs
+        gathering = joinKeepMs > 0 && !prefix.starts(with: Array("fLaC".utf8))
         arrivalMs = ring.lastReadArrivalMs
         readArrivalMs = arrivalMs
         if kind == .oggFLAC {
@@ -87,45 +109,41 @@ final class StreamInput {
     /// libFLAC's read callback.
     func read(into buf: UnsafeMutableRawBufferPointer) -> DecoderInput {
         if kind == .nativeFLAC {
+            if gathering { gatherNative() }
             if prefixOffset < prefix.count {
                 let n = copy(prefix, from: prefixOffset, into: buf)
                 prefixOffset += n
                 return .bytes(n)
             }
-            let r = fromRing(into: buf)
-            if case .bytes = r { arrivalMs = ring.lastReadArrivalMs }
-            return r
+            tellBurstOver()
+            while true {
+                switch readRing(into: buf) {
+                case .bytes(let n):
+                    arrivalMs = ring.lastReadArrivalMs
+                    return .bytes(n)
+                case .ended: return .end
+                case .timedOut: burst?.burstPaused()
+                }
+            }
         }
         while pageOffset >= page.count {
             if chainBoundary { return .end }
-            let next: OggPage
-            if let p = pendingPage {
-                next = p.page
-                arrivalMs = p.arrivalMs
-                pendingPage = nil
-            } else if let p = splitter.next() {
-                next = p
-                arrivalMs = readArrivalMs
-            } else {
-                let r = scratch.withUnsafeMutableBytes { fromRing(into: $0) }
-                guard case .bytes(let n) = r else { return r }
-                readArrivalMs = ring.lastReadArrivalMs
-                splitter.feed(scratch[0..<n])
-                continue
-            }
-            if !next.checksumValid {
+            guard let next = pendingPage ?? nextPage() else { return .end }
+            pendingPage = nil
+            arrivalMs = next.arrivalMs
+            if !next.page.checksumValid {
                 stats.lostSync()
                 continue
             }
-            if next.beginsStream, let current = serial, current != next.serial {
+            if next.page.beginsStream, let current = serial, current != next.page.serial {
                 // Hand this page to the next decoder instance.
-                pendingPage = (next, arrivalMs)
+                pendingPage = next
                 serial = nil
                 chainBoundary = true
                 return .end
             }
-            serial = next.serial
-            page = next.bytes
+            serial = next.page.serial
+            page = next.page.bytes
             pageOffset = 0
         }
         let n = copy(page, from: pageOffset, into: buf)
@@ -139,16 +157,14 @@ final class StreamInput {
         return n
     }
 
-    /// While the output joins, waits at most `burstGapMs`: a pause in the data means Icecast's
-    /// burst is over.
-    private func fromRing(into buf: UnsafeMutableRawBufferPointer) -> DecoderInput {
-        while true {
-            let deadline = burst?.joining == true ? monotonicMs() + StreamTuning.burstGapMs : nil
-            switch ring.read(into: buf, deadlineMs: deadline) {
-            case .bytes(let n): return .bytes(n)
-            case .ended: return .end
-            case .timedOut: burst?.burstPaused()
-            }
-        }
+    /// While joining (gathering the burst, or the output's join buffer filling), waits at most
+    /// `burstGapMs`: a pause in the data means Icecast's burst is over. Waits in the audio loop,
+    /// so the sound server's messages are handled meanwhile.
+    func readRing(into buf: UnsafeMutableRawBufferPointer) -> ByteRing.ReadResult {
+        let deadline = gathering || burst?.joining == true ? monotonicMs() + StreamTuning.burstGapMs : nil
+        return ring.read(into: buf, deadlineMs: deadline, waitingWith: { [burst, loop] deadline in
+            burst?.inputWaits()
+            loop.wait(deadlineMs: deadline)
+        })
     }
 }

@@ -1,22 +1,25 @@
 import Support
 
-/// Decoded frames to the sound server, on the decoder thread: converts with the software volume,
-/// holds the join buffer, reopens the sink on a format change, writes in request-sized pieces so
-/// that a cancelled connection stops within one, keeps the heard delay, and announces `.playing`
-/// once per connection. One per connection; the sink outlives it (the player hands it on).
-/// Not thread-safe.
+/// Decoded frames to the sound server, on the decoder thread: converts with the software volume
+/// straight into the sound server's memory, holds the join buffer, reopens the sink on a format
+/// change, waits (in the `AudioLoop`) for the server to ask for more, keeps the heard delay, and
+/// announces `.playing` once per connection. One per connection; the sink outlives it (the
+/// player hands it on). Not thread-safe.
 final class StreamOutput: BurstWatcher {
     struct Settings {
         var joinKeepMs: Int
         var sinkName: String?
         var server: String?
+        var onOutputLost: OutputLostAction
     }
 
     private let connection: StreamConnection
     private let settings: Settings
+    private let loop: AudioLoop
     private let stats: StreamStats
     private let gain: Gain
     private let onPlaying: () -> Void
+    private let onOutputLost: (String) -> Void
     /// The sound output; handed from one connection's output to the next.
     private(set) var sink: PulseSink?
     private(set) var joining = true
@@ -26,31 +29,51 @@ final class StreamOutput: BurstWatcher {
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
 
-    /// `onPlaying`: the first audio of this connection is about to be written.
-    init(connection: StreamConnection, settings: Settings, sink: PulseSink?, joinStartedMs: Int,
-         stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void) {
+    /// `onPlaying`: the first audio of this connection is about to be written. `onOutputLost`:
+    /// the sink went away while playing (`OutputLostAction.pause`), already silent.
+    init(connection: StreamConnection, settings: Settings, sink: PulseSink?, loop: AudioLoop, joinStartedMs: Int,
+         stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void, onOutputLost: @escaping (String) -> Void) {
         self.connection = connection
         self.settings = settings
         self.sink = sink
+        self.loop = loop
         self.stats = stats
         self.gain = gain
         self.onPlaying = onPlaying
+        self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
+        sink?.onOutputLost = onOutputLost
     }
 
-    /// libFLAC's frame callback; `arrivalMs`: when the frame's bytes arrived. False stops the
-    /// decoder (the connection was cancelled or the sound output failed).
-    func write(_ f: DecodedFrame, arrivalMs: Int) -> Bool {
+    /// libFLAC's frame callback; `arrivalMs`: when the frame's bytes arrived; `skippedSamples`:
+    /// audio before it that the input skipped undecoded. False stops the decoder (the
+    /// connection was cancelled or the sound output failed).
+    func write(_ f: DecodedFrame, arrivalMs: Int, skippedSamples: Int64 = 0) -> Bool {
         if connection.ring.isCancelled { return false }
+        if skippedSamples > 0 {
+            let samples = Int(clamping: skippedSamples)
+            delay.skipped(samples: samples, sampleRate: f.format.sampleRate)
+            join.skippedUndecoded(ms: f.format.milliseconds(frames: samples))
+        }
         stats.decoded(samples: f.samples, format: f.format)
-        converter.convert(f, volume: gain.value, into: &pcm)
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
         if joining {
+            converter.convert(f, volume: gain.value, into: &pcm)
             join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
             if join.isOverdue(nowMs: monotonicMs()) { endJoin() }
             return !connection.ring.isCancelled
         }
-        return play(pcm, format: f.format)
+        let bytes = f.samples * f.format.sinkBytesPerFrame
+        guard let sink = waitForRoom(bytes, format: f.format) else { return false }
+        if let memory = sink.reserve(bytes) {
+            converter.convert(f, volume: gain.value, into: memory)
+            sink.filled(bytes)
+        } else {
+            // A frame larger than libpulse's memory block: through a copy.
+            converter.convert(f, volume: gain.value, into: &pcm)
+            pcm.withUnsafeBytes { sink.write(copyOf: $0) }
+        }
+        return played(bytes, format: f.format, sink: sink)
     }
 
     /// The data paused: the burst is over if a join buffer's worth is held.
@@ -58,9 +81,13 @@ final class StreamOutput: BurstWatcher {
         if joining && join.isFull { endJoin() }
     }
 
+    /// The input waits for bytes: what is converted goes to the server now, not after the wait.
+    func inputWaits() { sink?.commit() }
+
     /// The connection's bytes ended: what the join holds plays, unless it was cancelled.
     func finish() {
         if joining && !connection.ring.isCancelled { endJoin() }
+        sink?.commit()
     }
 
     private func endJoin() {
@@ -71,55 +98,64 @@ final class StreamOutput: BurstWatcher {
         guard let format = join.format else { return }
         // What is still held counts in the delay until it is written (see `updateDelay`).
         while let chunk = join.takeFirst() {
-            guard play(chunk, format: format) else {
+            guard let sink = waitForRoom(chunk.count, format: format) else {
                 join.removeAll()
                 return
             }
+            chunk.withUnsafeBytes { sink.write(copyOf: $0) }
+            guard played(chunk.count, format: format, sink: sink) else { return }
         }
+        sink?.commit()
     }
 
-    /// Writes to the sink in pieces of PulseSink's request size (`pieceMs`): a pause is noticed
-    /// between two (and the sink is flushed), while neither thread is woken for every few samples.
-    private func play(_ bytes: [UInt8], format: AudioFormat) -> Bool {
-        guard let sink = openSink(format) else { return false }
+    /// The sink for `format`, once the server asked for `bytes` more (waiting in the loop until
+    /// it does). Nil when the connection was cancelled or the sound output failed.
+    private func waitForRoom(_ bytes: Int, format: AudioFormat) -> PulseSink? {
+        guard let sink = openSink(format) else { return nil }
         if !announcedPlaying {
             // Once per connection: later writes must not hide a "reconnecting" that the network
             // thread reported while buffered audio still plays out.
             announcedPlaying = true
+            sink.resume()
             onPlaying()
         }
-        let piece = sink.pieceBytes
-        var offset = 0
-        while offset < bytes.count {
-            if connection.ring.isCancelled { return false }
-            let n = min(piece, bytes.count - offset)
-            // withUnsafeBytes rethrows untyped errors: the typed one comes out as a value.
-            let failure: SinkError? = bytes.withUnsafeBytes { raw in
-                do throws(SinkError) {
-                    try sink.write(UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + n)]))
-                    return nil
-                } catch { return error }
-            }
-            if let failure {
+        // The server asks for at least a piece at a time; a frame larger than that fits once
+        // the buffer has room for it.
+        let wanted = min(bytes, max(sink.pieceBytes, 1))
+        while sink.writable < wanted {
+            sink.commit()
+            if connection.ring.isCancelled { return nil }
+            if let failure = sink.failure {
                 self.sink = nil
-                return failed(failure)
+                _ = failed(failure)
+                return nil
             }
-            offset += n
-            if offset < bytes.count {
-                updateDelay(sink, unwrittenMs: format.milliseconds(frames: (bytes.count - offset) / format.sinkBytesPerFrame))
-            }
+            loop.wait(deadlineMs: nil)
         }
-        connection.addPlayed(format.milliseconds(frames: bytes.count / format.sinkBytesPerFrame))
-        updateDelay(sink, unwrittenMs: 0)
-        return true
+        if connection.ring.isCancelled { return nil }
+        return sink
     }
 
-    /// The sink for `format`, opened anew when the format changed.
+    /// `bytes` of `format` went to the sink: counts them and updates the delay.
+    private func played(_ bytes: Int, format: AudioFormat, sink: PulseSink) -> Bool {
+        if let failure = sink.failure {
+            self.sink = nil
+            return failed(failure)
+        }
+        connection.addPlayed(format.milliseconds(frames: bytes / format.sinkBytesPerFrame))
+        updateDelay(sink)
+        return !connection.ring.isCancelled
+    }
+
+    /// The sink for `format`, opened anew when the format changed or the old one failed.
     private func openSink(_ format: AudioFormat) -> PulseSink? {
-        if let sink, sink.format == format { return sink }
+        if let sink, sink.format == format, sink.failure == nil { return sink }
         sink = nil
         do throws(SinkError) {
-            sink = try PulseSink(format: format, server: settings.server, sink: settings.sinkName)
+            let s = try PulseSink(format: format, server: settings.server, sink: settings.sinkName, loop: loop,
+                                  lostAction: settings.onOutputLost)
+            s.onOutputLost = onOutputLost
+            sink = s
         } catch {
             _ = failed(error)
             return nil
@@ -137,9 +173,12 @@ final class StreamOutput: BurstWatcher {
         return false
     }
 
-    /// pa_simple_get_latency is interpolated by libpulse: no round trip to the sound server.
-    private func updateDelay(_ sink: PulseSink, unwrittenMs: Int) {
-        let soundServerMs = sink.latencyUs() / 1000
+    /// From the server's timing report, extrapolated by the clock: no round trip per write.
+    private func updateDelay(_ sink: PulseSink) {
+        guard let soundServerUs = sink.latencyUs() else { return }
+        let soundServerMs = soundServerUs / 1000
+        let format = sink.format
+        let unwrittenMs = format.milliseconds(frames: sink.pendingBytes / format.sinkBytesPerFrame)
         guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: soundServerMs,
                                      unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
         stats.output(bufferedMs: soundServerMs, delayMs: ms)

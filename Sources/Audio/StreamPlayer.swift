@@ -7,7 +7,7 @@ import Support
 ///   (`StreamTransfer`);
 /// - "decoder" takes the connections in order, sniffs and feeds libFLAC (`StreamInput`) and
 ///   writes to the sound server (`StreamOutput`), keeping the sink from one connection to the
-///   next.
+///   next. It waits only in its `AudioLoop`, which also runs libpulse: no thread of libpulse's.
 /// The parts keep their figures in `StreamStats`; the player's lock guards only what is below.
 public final class StreamPlayer: @unchecked Sendable {
     private let monitor = Monitor()
@@ -27,6 +27,8 @@ public final class StreamPlayer: @unchecked Sendable {
 
     private let stats = StreamStats()
     private let gain = Gain()
+    /// The decoder thread's loop; other threads only wake it.
+    private let loop = AudioLoop()
 
     public init(config: StreamConfig, delegate: StreamPlayerDelegate?) {
         self._config = config
@@ -119,11 +121,12 @@ public final class StreamPlayer: @unchecked Sendable {
             var options = StreamingGet.Options(user: config.user, password: config.password)
             options.stallSeconds = config.stallSeconds
             options.connectTimeoutMs = StreamTuning.connectTimeoutMs
-            let c = StreamConnection(ring: ByteRing(capacity: config.ringBytes), url: url, generation: gen)
+            let ring = ByteRing(capacity: config.ringBytes, wake: { [loop] in loop.wake() })
+            let c = StreamConnection(ring: ring, url: url, generation: gen)
             guard publish(.connecting, for: gen, before: { current = c }) else { continue }
             let transfer = StreamTransfer(connection: c, stats: stats) { [self] c in
                 monitor.withLock { handoff.append(c) }
-                monitor.broadcast()
+                loop.wake()
             }
             let end = get.perform(url: config.url, options: options, delegate: transfer)
             c.ring.finish()
@@ -148,19 +151,40 @@ public final class StreamPlayer: @unchecked Sendable {
     private func decoderLoop() {
         var sink: PulseSink? = nil
         while true {
-            let c = monitor.withLock { () -> StreamConnection in
-                while handoff.isEmpty { monitor.wait(deadlineMs: nil) }
-                return handoff.removeFirst()
+            // Idle, the loop sleeps in poll(2) with no timeout; the sound server's messages for a
+            // corked stream (moved, killed, gone) are handled meanwhile.
+            guard let c = monitor.withLock({ handoff.isEmpty ? nil : handoff.removeFirst() }) else {
+                loop.wait(deadlineMs: nil)
+                continue
             }
             sink = decode(c, sink: sink)
             c.decoderFinished()
-            // The connection ended. When paused or stopped, silence now and let the sound
-            // server go; when reconnecting, what is buffered plays out.
+            // The connection ended. When paused or stopped, silence now (cork + flush; the
+            // stream stays for the next Play); when reconnecting, what is buffered plays out.
             if !monitor.withLock({ wanted }) {
-                sink?.flush()
-                sink = nil
+                sink?.pause()
+                sink?.onOutputLost = nil
                 stats.outputStopped()
             }
+            // A stream PulseAudio moved elsewhere is not reused: Play opens the configured output
+            // (or the default) again.
+            if sink?.lost != nil || sink?.failure != nil { sink = nil }
+        }
+    }
+
+    /// The sound output went away while playing (`on_output_lost = pause`): this computer stops
+    /// listening as if paused, with the reason, in one locked step.
+    private func outputLost(_ reason: String, generation g: Int) {
+        monitor.withLock {
+            guard wanted && generation == g else { return }
+            Log.warning("stream: \(reason); paused (on_output_lost = pause)")
+            stats.note(error: reason)
+            wanted = false
+            generation += 1
+            current?.ring.cancel()
+            current = nil
+            publishLocked(.outputLost(reason: reason))
+            monitor.broadcast()
         }
     }
 
@@ -177,16 +201,19 @@ public final class StreamPlayer: @unchecked Sendable {
             return sink
         }
         let config = self.config
-        let input = StreamInput(ring: c.ring, prefix: start.head, kind: kind, stats: stats)
+        let input = StreamInput(ring: c.ring, loop: loop, prefix: start.head, kind: kind, stats: stats,
+                                joinKeepMs: config.joinBufferMs, joinStartedMs: start.firstByteMs)
+        let settings = StreamOutput.Settings(joinKeepMs: config.joinBufferMs, sinkName: config.sink,
+                                             server: config.pulseServer, onOutputLost: config.onOutputLost)
         let output = StreamOutput(
-            connection: c, settings: .init(joinKeepMs: config.joinBufferMs, sinkName: config.sink, server: config.pulseServer),
-            sink: sink, joinStartedMs: start.firstByteMs, stats: stats, gain: gain,
-            onPlaying: { [self] in publish(.playing, for: c.generation) })
+            connection: c, settings: settings, sink: sink, loop: loop, joinStartedMs: start.firstByteMs, stats: stats,
+            gain: gain, onPlaying: { [self] in publish(.playing, for: c.generation) },
+            onOutputLost: { [self] reason in outputLost(reason, generation: c.generation) })
         input.burst = output
         while !c.ring.isCancelled {
             guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
                                             read: { buf in input.read(into: buf) },
-                                            frame: { f in output.write(f, arrivalMs: input.arrivalMs) },
+                                            frame: { f in output.write(f, arrivalMs: input.arrivalMs, skippedSamples: input.takeSkippedSamples()) },
                                             corruption: { [stats] in stats.lostSync() }) else {
                 c.fail("cannot start the FLAC decoder (out of memory)")
                 return output.sink

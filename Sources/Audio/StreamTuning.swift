@@ -47,7 +47,7 @@ enum StreamTuning {
     static let oggReadBytes = 16 * 1024
     /// Newest decoded audio of Icecast's connect burst that is kept and played; the rest is
     /// dropped: how far behind the house this computer plays vs. enough to ride out the gaps
-    /// between Ogg pages and network jitter and fill PulseSink's prebuffer (500 ms) at once.
+    /// between Ogg pages and network jitter and fill PulseSink's prebuffer at once.
     static let joinKeepMs = 500
     /// While joining, a read that waits this long for bytes means the burst is over: a quick
     /// first sound vs. ending the join in a hiccup of the burst itself.
@@ -61,9 +61,18 @@ enum StreamTuning {
     /// The sound server's buffer: riding out a busy CPU vs. how late local volume is heard
     /// (a pause is not delayed by it: the sink is flushed).
     static let sinkBufferMs = 600
-    /// One write to the sink, and how soon a cancelled connection stops writing: fewer wake-ups
-    /// vs. a quicker pause (BENCHMARKS.md measured 600/100 as the cheapest pair).
+    /// The least room the sound server waits for before it asks for more, and so the least the
+    /// decoder writes at a time: fewer wake-ups of this process vs. the sink's own latency, which
+    /// PulseAudio sets to (sinkBufferMs − 2 × pieceMs) / 2. A pause does not wait for it (the
+    /// stream is corked and flushed at once).
     static let pieceMs = 100
+    /// How often, while playing, the sound server is asked where its read index and the sink's
+    /// latency are (the heard delay extrapolates between): a change of the sink's latency (another
+    /// client asking for less) shows sooner vs. a round trip to the server each time.
+    static let timingEveryMs = 1000
+    /// Opening the sound output (connect, then the stream) gives up after this: a sound server
+    /// that hangs is reported vs. a slow one refused.
+    static let sinkOpenTimeoutMs = 5000
 
     // MARK: Heard delay
 

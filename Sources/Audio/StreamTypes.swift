@@ -8,6 +8,9 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
     /// A problem that waiting will not fix by itself (wrong password, not FLAC, no such mount);
     /// retried slowly all the same, in case the server is fixed.
     case failed(reason: String, retryInMs: Int)
+    /// The sound output went away while playing (`OutputLostAction.pause`): not listening, as
+    /// after a pause; Play plays again.
+    case outputLost(reason: String)
 
     public var description: String {
         switch self {
@@ -18,6 +21,7 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
         case .paused: return "paused"
         case .reconnecting(let ms, let r): return "reconnecting in \(Double(ms) / 1000) s: \(r)"
         case .failed(let r, let ms): return "failed: \(r) (retrying in \(ms / 1000) s)"
+        case .outputLost(let r): return "paused: \(r)"
         }
     }
 
@@ -29,6 +33,12 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
         default: return nil
         }
     }
+}
+
+/// The sound server refused or went away.
+public struct SinkError: Error, CustomStringConvertible, Sendable {
+    public let message: String
+    public var description: String { message }
 }
 
 /// What the player reports about itself.
@@ -59,6 +69,16 @@ public protocol StreamPlayerDelegate: AnyObject, Sendable {
     func streamPlayer(statusChanged status: StreamStatus, sequence: Int)
 }
 
+/// What the player does when the sound output it plays on goes away while it plays: a USB or
+/// Bluetooth headset unplugged (PulseAudio moves the stream to another output), the output
+/// suspended, or the stream ended by the server.
+public enum OutputLostAction: String, Sendable, CaseIterable {
+    /// Stop playing here and say why, as the phone apps do when headphones are unplugged.
+    case pause
+    /// Keep playing wherever PulseAudio moved the stream.
+    case follow
+}
+
 public struct StreamConfig: Sendable, Equatable {
     public var url: String
     public var user: String?
@@ -73,6 +93,7 @@ public struct StreamConfig: Sendable, Equatable {
     public var stallSeconds = StreamTuning.stallSeconds
     /// Wrong password, not FLAC, untrusted certificate: retried this slowly.
     public var slowRetryMs = StreamTuning.slowRetryMs
+    public var onOutputLost = OutputLostAction.pause
 
     public init(url: String, user: String? = nil, password: String? = nil, sink: String? = nil) {
         self.url = url

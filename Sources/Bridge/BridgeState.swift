@@ -96,7 +96,9 @@ public struct BridgeState: Sendable {
     }
 
     public static func streamConfig(_ c: Config, url: String) -> StreamConfig {
-        StreamConfig(url: url, user: c.user, password: c.password, sink: c.sink)
+        var s = StreamConfig(url: url, user: c.user, password: c.password, sink: c.sink)
+        s.onOutputLost = c.onOutputLost
+        return s
     }
 
     var hasStream: Bool { streamConfig != nil }

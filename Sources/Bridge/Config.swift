@@ -1,3 +1,4 @@
+import Audio
 import Mopidy
 import Net
 import Support
@@ -30,6 +31,8 @@ public struct Config: Sendable, Equatable {
     public var control: ControlMode = .local
     public var volume: VolumeMode = .server
     public var sink: String? = nil
+    /// The sound output went away while playing (headset unplugged): pause here, or follow it.
+    public var onOutputLost: OutputLostAction = .pause
     public var notify = false
     /// Start the local stream when the bridge starts (default: wait for Play).
     public var autoplay = false

@@ -1,3 +1,4 @@
+import Audio
 import Net
 @preconcurrency import Glibc
 
@@ -74,6 +75,8 @@ extension ConfigKey {
         ConfigKey("volume", .choice(), \.volume, default: "server",
                   help: "Volume sets Mopidy's mixer, or this computer's output"),
         ConfigKey("sink", .text("NAME"), \.sink, default: "PulseAudio's default", help: "the PulseAudio sink to play to"),
+        ConfigKey("on_output_lost", .choice(), \.onOutputLost, default: "pause",
+                  help: "when the output goes away while playing (headset unplugged): pause here, or follow it"),
         ConfigKey("notify", .bool, \.notify, form: .switchesOn, default: "false",
                   help: "a desktop notification per track change"),
         ConfigKey("autoplay", .bool, \.autoplay, form: .switchesOn, default: "false",

@@ -18,8 +18,9 @@ extension BridgeState {
             // Listening starts (again): from here on, the position is what is heard.
             if !listening && server.state == .playing { anchorHeard(server.serverPositionMs(nowUs: m.nowUs), m) }
             listening = true
-        case .paused, .stopped, .failed:
-            // Listening stops: the house runs that much ahead of what was last heard, which stays
+        case .paused, .stopped, .failed, .outputLost:
+            // Listening stops (`outputLost`: the sound output went away and this computer paused,
+            // as after Pause): the house runs that much ahead of what was last heard, which stays
             // shown.
             if listening && server.state == .playing {
                 let heard = server.serverPositionMs(nowUs: m.nowUs)

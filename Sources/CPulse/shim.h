@@ -1,3 +1,1 @@
-#include <pulse/simple.h>
-#include <pulse/error.h>
-#include <pulse/proplist.h>
+#include <pulse/pulseaudio.h>

@@ -12,10 +12,10 @@ final class Recorder: @unchecked Sendable {
     private var marks: [(Int64, Int)] = []
     private var carry: UInt8? = nil
 
-    /// Records `sound`'s null sink (nil: the rig's own sound server).
-    init(rig: Rig, sound: Rig.Sound? = nil) throws {
+    /// Records `source` (default: the null sink's monitor) of `sound` (nil: the rig's own sound server).
+    init(rig: Rig, sound: Rig.Sound? = nil, source: String? = nil) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["parec", "-d", sound?.monitor ?? rig.info.monitor, "--raw", "--format=s16le", "--rate=\(Recorder.rate)",
+        process.arguments = ["parec", "-d", source ?? sound?.monitor ?? rig.info.monitor, "--raw", "--format=s16le", "--rate=\(Recorder.rate)",
                              "--channels=1", "--latency-msec=10"]
         process.environment = rig.clientEnvironment(sound)
         let out = Pipe()

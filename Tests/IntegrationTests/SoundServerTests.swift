@@ -64,9 +64,10 @@ class StreamAudioTestCase: XCTestCase {
         XCTAssertNotNil(recorder.waitForTone(next, candidates: tones, timeout: 3), "tone did not change to \(next) Hz")
         let f = p.currentFigures
         XCTAssertEqual(f.format, AudioFormat(sampleRate: 44100, channels: 2, bitsPerSample: 16))
-        XCTAssertGreaterThan(f.samplesDecoded, 44100)
+        // At least the join's 0.5 s: the rest of Icecast's burst is skipped undecoded.
+        XCTAssertGreaterThanOrEqual(f.samplesDecoded, 44100 / 2)
         XCTAssertGreaterThan(f.bytesReceived, 10_000)
-        print("join: skipped \(f.skippedAtJoinMs) ms of Icecast's burst; sound server buffer \(f.bufferedMs) ms")
+        print("join: skipped \(f.skippedAtJoinMs) ms of Icecast's burst; sound server buffer \(f.bufferedMs) ms; delay \(f.localDelayMs) ms")
     }
 
     func pauseSilencesWithin200msAndResumeComesBack() throws {
@@ -172,9 +173,10 @@ extension DaemonTestCase {
             return o["stream_reconnects"] as? Int ?? -1
         }
         // The recorder first: parec asks the null sink for 10 ms of latency, and a sink whose
-        // latency falls while the bridge plays (from the ~200 ms the bridge's stream set) shifted
-        // what is heard by ~200 ms that pa_simple_get_latency did not show (5 of 7 runs with the
-        // recorder started after the rejoin; 0 of 4 with it before). README, Troubleshooting.
+        // latency falls while the bridge plays (from the ~200 ms the bridge's stream set) leaves
+        // what is heard off by ~200 ms that the sound server's timing reports do not show: with
+        // the recorder started after the rejoin, 3 runs of this test alone passed and 3 runs of
+        // all BridgeTests failed (the bridge's own measure −205…−310 ms off). README, Troubleshooting.
         let rec = try Recorder(rig: rig, sound: sound)
         recorder = rec
         let before = reconnects()

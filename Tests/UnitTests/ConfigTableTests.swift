@@ -1,5 +1,6 @@
 @testable import Bridge
 import Foundation
+import Audio
 import XCTest
 
 /// `ConfigKey.all` is the one list of configuration keys: these hold the parser, the defaults,
@@ -57,7 +58,7 @@ final class ConfigTableTests: XCTestCase {
             "host": "musicbox.local", "stream_url": "http://[::1]:8000/stream.flac", "rpc_url": "https://h/rpc",
             "ws_url": "WSS://h/ws", "user": "me", "password": "pw", "password_command": "pass show groove",
             "control": "server", "volume": "local", "sink": "headphones", "notify": "yes", "autoplay": "on",
-            "heard_sync": "0", "server_delay_ms": "250", "ca_file": ca,
+            "heard_sync": "0", "server_delay_ms": "250", "ca_file": ca, "on_output_lost": "follow",
         ]
         XCTAssertEqual(Set(values.keys), Set(Config.keys))
         var c = Config()
@@ -73,6 +74,7 @@ final class ConfigTableTests: XCTestCase {
         expected.control = .server
         expected.volume = .local
         expected.sink = "headphones"
+        expected.onOutputLost = .follow
         expected.notify = true
         expected.autoplay = true
         expected.heardSync = false
@@ -116,7 +118,7 @@ final class ConfigTableTests: XCTestCase {
 
     func testDescriptionNeverShowsThePassword() throws {
         XCTAssertEqual(Config().description,
-                       "user=listener password=none control=local volume=server notify=false autoplay=false "
+                       "user=listener password=none control=local volume=server on_output_lost=pause notify=false autoplay=false "
                        + "heard_sync=true server_delay_ms=400")
         var c = Config()
         c.host = "::1"
@@ -125,7 +127,7 @@ final class ConfigTableTests: XCTestCase {
         c.heardSync = false
         XCTAssertEqual(c.description,
                        "host=::1 stream_url=http://[::1]:8000/stream.flac user=listener password=set password_command=set "
-                       + "control=local volume=server notify=false autoplay=false heard_sync=false")
+                       + "control=local volume=server on_output_lost=pause notify=false autoplay=false heard_sync=false")
     }
 
     func testCommandLineSpellings() throws {

@@ -149,6 +149,22 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["stream play"], "the house plays: nothing to resume")
     }
 
+    /// Headphones unplugged while listening (`on_output_lost = pause`): the player paused itself;
+    /// Paused as after Pause, the house plays on, the position stands where listening stopped,
+    /// and Play connects again.
+    func testOutputLostIsPausedHereAndPlayComesBack() {
+        var r = Rig()
+        r.feed(.streamStatus(.outputLost(reason: "the sound output went away"), sequence: 2))
+        XCTAssertEqual(r.take(), ["PlaybackStatus=Paused"])
+        XCTAssertEqual(r.state.server.state, .playing, "the house plays on")
+        XCTAssertFalse(r.state.listening)
+        let frozen = r.state.published.position(nowUs: r.moment.nowUs)
+        r.advance(toMs: 12_000)
+        XCTAssertEqual(r.state.published.position(nowUs: r.moment.nowUs), frozen, "the position moved on while not heard")
+        r.feed(.command(.play))
+        XCTAssertEqual(r.take(), ["stream play"], "the house plays: nothing to resume")
+    }
+
     func testControlServerPausesTheHouseToo() {
         var c = Rig.config
         c.control = .server

@@ -1,0 +1,101 @@
+import Foundation
+import Support
+import XCTest
+
+/// Issue #17: the sound output the bridge plays on goes away while it plays (a headset
+/// unplugged). Here a null sink of its own is unloaded under the bridge; PulseAudio then moves
+/// the stream to the default sink, the rig's, which is recorded as "the other output".
+class OutputLostTestCase: DaemonTestCase {
+    var lostSink = "groove_lost_\(getpid())"
+    var module: String? = nil
+    var extraArguments: [String] { [] }
+
+    override var defaultArguments: [String] {
+        ["--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url,
+         "--stream-url", rig.info.stream_url, "--sink", lostSink, "--autoplay"] + extraArguments
+    }
+
+    override func setUpWithError() throws {
+        rig = try Rig.get()
+        let r = try runCommand(["pactl", "load-module", "module-null-sink", "sink_name=\(lostSink)"], env: rig.clientEnvironment)
+        XCTAssertEqual(r.status, 0, r.err)
+        module = r.out.trimmingCharacters(in: .whitespacesAndNewlines)
+        try super.setUpWithError()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        unloadSink()
+    }
+
+    func unloadSink() {
+        guard let m = module else { return }
+        module = nil
+        _ = try? runCommand(["pactl", "unload-module", m], env: rig.clientEnvironment)
+    }
+
+    /// Plays on the bridge's own sink, then unloads it; returns (the recording of the other
+    /// output, when the sink went).
+    func unloadWhilePlaying() throws -> (Recorder, Int64) {
+        let tones = rig.info.tracks.map(\.freq)
+        let own = try Recorder(rig: rig, source: "\(lostSink).monitor")
+        defer { own.stop() }
+        XCTAssertNotNil(own.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "no tone on the bridge's own sink")
+        let other = try Recorder(rig: rig)
+        recorder = other
+        usleep(300_000)
+        XCTAssertNil(other.recentTone(ms: 200, candidates: tones), "the other output played before the unload")
+        let t0 = monotonicUs()
+        unloadSink()
+        return (other, t0)
+    }
+}
+
+final class OutputLostPauseTests: OutputLostTestCase {
+    func testUnpluggedOutputPausesHereAndNothingPlaysElsewhere() throws {
+        let (other, t0) = try unloadWhilePlaying()
+        var pausedAt: Int64? = nil
+        _ = waitUntil(3) {
+            if (try? playerctl("status")) == "Paused" { pausedAt = monotonicUs() }
+            return pausedAt != nil
+        }
+        let ms = try XCTUnwrap(pausedAt.map { Double($0 - t0) / 1000 }, "not Paused after the output went away")
+        print("output lost → Paused published: \(ms) ms")
+        XCTAssertLessThanOrEqual(ms, 500)
+        usleep(1_000_000)
+        // Whatever reached the other output after the unload, in 10 ms windows.
+        var loudest = 0.0
+        var i = other.index(atTime: t0)
+        while i + 441 <= other.count {
+            loudest = max(loudest, other.rms(other.window(i, 441)))
+            i += 441
+        }
+        print("output lost: loudest 10 ms on the other output \(loudest) (the tone plays at ~0.35)")
+        XCTAssertLessThan(loudest, 0.001, "the music played on the other output")
+        XCTAssertEqual(try rig.rpc("core.playback.get_state") as? String, "playing", "the house was paused")
+        let s = status()
+        XCTAssertTrue(s.contains("paused: the sound output went away"), s)
+        XCTAssertTrue(daemonLog().contains("the sound output went away"))
+    }
+}
+
+final class OutputLostFollowTests: OutputLostTestCase {
+    override var extraArguments: [String] { ["--on-output-lost", "follow"] }
+
+    func testFollowKeepsPlayingWherePulseAudioMovedIt() throws {
+        let (other, t0) = try unloadWhilePlaying()
+        let tones = rig.info.tracks.map(\.freq)
+        // Any of the rig's tones (the house may change track meanwhile); the moment the newest
+        // 200 ms first held one is an upper bound of when the music came back.
+        var heard: Int64? = nil
+        _ = waitUntil(3) {
+            if other.recentTone(ms: 200, candidates: tones) != nil { heard = monotonicUs() }
+            return heard != nil
+        }
+        let ms = try XCTUnwrap(heard.map { Double($0 - t0) / 1000 }, "nothing on the other output")
+        print("output lost, follow → heard on the other output: \(ms) ms")
+        XCTAssertLessThanOrEqual(ms, 1000)
+        XCTAssertEqual(try playerctl("status"), "Playing")
+        XCTAssertTrue(status().contains("\"stream\":\"playing\""), status())
+    }
+}
