@@ -12,7 +12,7 @@ let package = Package(
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev", "libogg-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
 
-        // Threads, clock, backoff, logging: the floor every Swift module stands on.
+        // Threads, clock, retry schedule, logging: the floor every Swift module stands on.
         .target(name: "CSupport"),
         .target(name: "Support", dependencies: ["CSupport"]),
         .target(name: "Net", dependencies: ["Support", "CCurl"]),
