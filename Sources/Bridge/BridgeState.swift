@@ -62,6 +62,12 @@ public enum Input: Sendable {
     case artReady(trackURI: String, file: String?)
     /// The deadline the state asked for (`nextDeadlineMs`) has passed.
     case due
+    /// logind's PrepareForSleep: true before the machine sleeps, false after it woke.
+    case sleeping(Bool)
+    /// NetworkManager's state changed (any change to connected, even connected again).
+    case network(NetworkState)
+    /// The answer to `.probe`: whether the route's Mopidy and stream answered, and if not why.
+    case probed(Route, answered: Bool, detail: String)
 }
 
 /// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
@@ -158,6 +164,17 @@ public enum StreamCommand: Equatable, Sendable {
     case play, pause, stop
     case volume(Double)
     case configure(StreamConfig)
+    /// Ends the wait between attempts (`StreamPlayer.retryNow`), or holds retries (no network).
+    case retryNow
+    case hold(Bool)
+}
+
+/// What the events socket is told (`MopidyEventStream`).
+public enum EventsCommand: Equatable, Sendable {
+    case retryNow
+    case hold(Bool)
+    /// Replace the connection at once (after a wake).
+    case reconnect
 }
 
 /// Work the reducer asks for; the runner performs it, in order.
@@ -175,6 +192,11 @@ public enum Effect: Equatable, Sendable {
     case log(Log.Level, String)
     /// A signal of TrackList or Playlists.
     case signal(interface: String, member: String, args: [DBusValue])
+    case events(EventsCommand)
+    /// Use these layouts: the events socket reconnects to them at once, the RPC client follows.
+    case route(Route, layouts: [MopidyEndpoints])
+    /// Does this route answer (Mopidy's RPC, and the stream when there is one)? → `.probed`.
+    case probe(Route, layouts: [MopidyEndpoints], stream: StreamConfig?)
 }
 
 /// Everything the bridge knows and has published, as one value. Only `reduce` changes it.
@@ -213,6 +235,7 @@ public struct BridgeState: Sendable {
     public internal(set) var eventsConnected = false
     public internal(set) var lastError: String? = nil
     public internal(set) var eventReconnects = 0
+    public internal(set) var link = LinkState()
 
     enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
 
@@ -231,9 +254,10 @@ public struct BridgeState: Sendable {
 
     var hasStream: Bool { streamConfig != nil }
 
-    /// When the runner should hand in `.due`: the next held event, or a resync to retry.
+    /// When the runner should hand in `.due`: the next held event, a resync to retry, the
+    /// tracklist to fetch, the other route to probe.
     public var nextDeadlineMs: Int? {
-        [held.first?.dueMs, resyncAtMs, tracklistAtMs].compactMap { $0 }.min()
+        [held.first?.dueMs, resyncAtMs, tracklistAtMs, link.probeAtMs].compactMap { $0 }.min()
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's

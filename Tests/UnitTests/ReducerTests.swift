@@ -65,6 +65,9 @@ final class ReducerTests: XCTestCase {
                 case .quit: trace.append("quit")
                 case .log(let level, let text): if level <= .warning { trace.append("log \(text)") }
                 case .signal(_, let member, let args): if lists { trace.append("\(member) \(Rig.short(args))") }
+                case .events(let c): trace.append("events \(c)")
+                case .route(let r, _): trace.append("route \(r.rawValue)")
+                case .probe(let r, _, _): trace.append("probe \(r.rawValue)")
                 }
             }
         }
