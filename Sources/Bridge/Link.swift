@@ -30,10 +30,13 @@ public enum NetworkState: String, Sendable, Equatable {
 }
 
 extension BridgeTuning {
-    /// How long the route in use fails before the other is probed: a server restarting at home
-    /// (the other route fails too, and the probe says so) vs. how long the music stops when the
-    /// laptop leaves home.
+    /// How long the route in use fails before the other is taken, if it answers: a server
+    /// restarting at home (the other route fails too, and the probe says so) vs. how long the
+    /// music stops when the laptop leaves home.
     static let routeFailingMs = 5000
+    /// The other route's probe starts this much earlier, so that its answer (Mopidy, then the
+    /// stream's first bytes: about 0.6 s on the rig) is in when the 5 s are up.
+    static let routeProbeLeadMs = 1500
     /// While the route in use keeps failing and the other does not answer either (the server is
     /// down), the other is probed again this often: one request, not a loop.
     static let routeProbeWhileFailingMs = 30_000
@@ -62,7 +65,9 @@ public struct LinkState: Sendable, Equatable {
     var probing: Route? = nil
     /// On the remote route: home answered its last probe, so the bridge goes home at the next
     /// track change or while nothing plays here.
-    var homeAnswered = false
+    public internal(set) var homeAnswered = false
+    /// The other route answered while the one in use fails: taken then, if it still fails.
+    var switchAtMs: Int? = nil
 
     public init() {}
 }

@@ -17,6 +17,7 @@ extension BridgeState {
         server.asleep = on
         link.failingSinceMs = nil
         link.probeAtMs = nil
+        link.switchAtMs = nil
         if on {
             link.resumeOnWake = hasStream && server.localActive
             if link.resumeOnWake { fx.append(.stream(.pause)) }
@@ -59,6 +60,7 @@ extension BridgeState {
             // At home, the sockets just told to retry get their 5 s before remote is looked at.
             link.failingSinceMs = nil
             link.probeAtMs = nil
+            link.switchAtMs = nil
             if link.route == .remote { probeOther(m, &fx) }
         case .disconnected:
             guard before != .disconnected else { return }
@@ -67,6 +69,7 @@ extension BridgeState {
             fx.append(.events(.hold(true)))
             link.failingSinceMs = nil
             link.probeAtMs = nil
+            link.switchAtMs = nil
         case .unknown:
             break
         }
@@ -87,15 +90,17 @@ extension BridgeState {
         guard config.remoteLayouts != nil else {
             if link.route == .remote { switchRoute(to: .home, why: "no remote route is configured", m, &fx) }
             link.probeAtMs = nil
+            link.switchAtMs = nil
             return
         }
         guard !link.asleep, link.network != .disconnected else { return }
         if !routeWorks {
             if link.failingSinceMs == nil {
                 link.failingSinceMs = m.nowMs
-                link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.routeFailingMs)
+                link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.routeFailingMs - BridgeTuning.routeProbeLeadMs)
             }
         } else {
+            link.switchAtMs = nil
             // Working (again): at home nothing is due; on remote, home is looked at in a minute.
             if link.failingSinceMs != nil || (link.probeAtMs == nil && link.probing == nil) {
                 link.probeAtMs = link.route == .home ? nil : m.nowMs.adding(saturating: BridgeTuning.homeProbeMs)
@@ -108,11 +113,22 @@ extension BridgeState {
         }
     }
 
-    /// The probe that came due (`.due`).
+    /// The probe or the switch that came due (`.due`).
     mutating func routeDue(_ m: Moment, _ fx: inout [Effect]) {
+        if let at = link.switchAtMs, at <= m.nowMs {
+            link.switchAtMs = nil
+            if !routeWorks { switchRoute(to: link.route.other, why: failingWhy(m), m, &fx) }
+        }
         guard let at = link.probeAtMs, at <= m.nowMs else { return }
         link.probeAtMs = nil
         probeOther(m, &fx)
+    }
+
+    /// Why the route in use is left: how long it failed, and the last failure.
+    func failingWhy(_ m: Moment) -> String {
+        let since = link.failingSinceMs.map { " for \(Double(m.nowMs.subtracting(saturating: $0)) / 1000) s" } ?? ""
+        let why = (server.localStream?.retryReason ?? lastError).map { ": \($0)" } ?? ""
+        return "\(link.route.rawValue) fails\(since)\(why); \(link.route.other.rawValue) answers"
     }
 
     /// Asks whether the route not in use answers, unless that is under way.
@@ -139,9 +155,13 @@ extension BridgeState {
             return
         }
         if failing {
-            let since = link.failingSinceMs.map { " for \(Double(m.nowMs.subtracting(saturating: $0)) / 1000) s" } ?? ""
-            let why = (server.localStream?.retryReason ?? lastError).map { ": \($0)" } ?? ""
-            switchRoute(to: r, why: "\(link.route.rawValue) fails\(since)\(why); \(r.rawValue) answers", m, &fx)
+            // Taken once the route in use has failed for the whole 5 s.
+            let at = (link.failingSinceMs ?? m.nowMs).adding(saturating: BridgeTuning.routeFailingMs)
+            if at <= m.nowMs {
+                switchRoute(to: r, why: failingWhy(m), m, &fx)
+            } else {
+                link.switchAtMs = at
+            }
         } else if r == .home {
             link.homeAnswered = true
             link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.homeProbeMs)
@@ -168,6 +188,7 @@ extension BridgeState {
         link.routeReason = why
         link.failingSinceMs = nil
         link.probeAtMs = nil
+        link.switchAtMs = nil
         // A probe still under way asks about the route just taken: its answer is not waited for.
         link.probing = nil
         link.homeAnswered = false

@@ -24,6 +24,7 @@ extension Bridge {
             o["route"] = .string(s.link.route.rawValue)
             o["route_reason"] = .string(Log.scrub(s.link.routeReason))
             if let since = s.link.routeSinceMs { o["route_since"] = .string(wallClock(ofMonotonicMs: since)) }
+            if s.link.route == .remote && s.link.homeAnswered { o["route_next"] = .string("home, at the next track change") }
         }
         if let w = s.config.unencryptedPasswordWarning { o["password_warning"] = .string(w) }
         if let t = s.server.current?.track.name { o["title"] = .string(t) }

@@ -23,8 +23,9 @@ final class RouteReducerTests: XCTestCase {
     func onRemote() -> Rig {
         var r = atHome()
         homeGone(&r)
-        r.advance(toMs: 15_000)
+        r.advance(toMs: 13_500)
         r.feed(.probed(.remote, answered: true, detail: ""))
+        r.advance(toMs: 15_000)
         r.feed(.eventsConnected)
         r.feed(.reply(.synced(Snapshot(rpcURL: "https://remote.example/api/mopidy/rpc", current: ReducerTests.one,
                                        state: .playing, positionMs: 10_000, volume: 50))))
@@ -33,20 +34,26 @@ final class RouteReducerTests: XCTestCase {
         return r
     }
 
+    /// Remote is probed 1.5 s early, so that its answer is in when the 5 s are up.
     func testHomeFailingFiveSecondsMovesToRemoteWhenItAnswers() {
         var r = atHome()
         homeGone(&r)
+        r.advance(toMs: 13_499)
+        XCTAssertEqual(r.take(), [])
+        r.advance(toMs: 13_500)
+        XCTAssertEqual(r.take(), ["probe remote"])
+        r.advance(toMs: 14_100)
+        r.feed(.probed(.remote, answered: true, detail: ""))
         r.advance(toMs: 14_999)
         XCTAssertEqual(r.take(), [], "not before 5 s")
         r.advance(toMs: 15_000)
-        XCTAssertEqual(r.take(), ["probe remote"])
-        r.feed(.probed(.remote, answered: true, detail: ""))
         XCTAssertEqual(r.take().map { String($0.prefix(16)) }, ["route remote", "stream configure"])
         XCTAssertEqual(r.state.link.route, .remote)
         XCTAssertEqual(r.state.streamConfig?.url, "https://remote.example/stream.flac")
         XCTAssertEqual(r.state.link.routeSinceMs, 15_000)
         XCTAssertEqual(r.state.link.routeReason,
                        "home fails for 5.0 s: http://127.0.0.1:1/stream.flac ended the stream; remote answers")
+        XCTAssertEqual(r.state.link.routeSinceMs, 15_000)
         XCTAssertEqual(r.state.server.current?.track.name, "One", "the state stays")
     }
 
@@ -55,14 +62,29 @@ final class RouteReducerTests: XCTestCase {
     func testServerDownEverywhereStaysHome() {
         var r = atHome()
         homeGone(&r)
-        r.advance(toMs: 15_000)
+        r.advance(toMs: 13_500)
         XCTAssertEqual(r.take(), ["probe remote"])
         r.feed(.probed(.remote, answered: false, detail: "stream at https://remote.example/stream.flac: HTTP 502"))
         XCTAssertEqual(r.take(), ["log route: remote does not answer either: stream at https://remote.example/stream.flac: HTTP 502"])
         XCTAssertEqual(r.state.link.route, .home)
-        XCTAssertEqual(r.state.nextDeadlineMs, 45_000)
-        r.advance(toMs: 45_000)
+        XCTAssertEqual(r.state.nextDeadlineMs, 43_500)
+        r.advance(toMs: 43_500)
         XCTAssertEqual(r.take(), ["probe remote"])
+    }
+
+    /// Home comes back between remote's answer and the end of the 5 s: no switch.
+    func testHomeBackBeforeTheFiveSecondsAreUpStays() {
+        var r = atHome()
+        homeGone(&r)
+        r.advance(toMs: 13_500)
+        r.feed(.probed(.remote, answered: true, detail: ""))
+        r.advance(toMs: 14_000)
+        r.feed(.eventsConnected)
+        r.feed(.streamStatus(.playing, sequence: 3))
+        _ = r.take()
+        r.advance(toMs: 20_000)
+        XCTAssertEqual(r.take(), [])
+        XCTAssertEqual(r.state.link.route, .home)
     }
 
     func testHomeBackWithinFiveSecondsIsNoSwitch() {
@@ -131,7 +153,7 @@ final class RouteReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), [])
         r.feed(.network(.connected))
         _ = r.take()
-        XCTAssertEqual(r.state.nextDeadlineMs, 105_000, "home gets its 5 s again")
+        XCTAssertEqual(r.state.nextDeadlineMs, 103_500, "home gets its 5 s again (remote probed 1.5 s before)")
         r.feed(.sleeping(true))
         XCTAssertNil(r.state.nextDeadlineMs)
     }
