@@ -271,7 +271,7 @@ final class BridgeTests: DaemonTestCase {
         XCTAssertTrue(waitUntil(10) { status().contains("\"events\":\"connected\"") }, status())
         try rig.stop("mopidy")
         var restarted = false
-        defer { if !restarted { try? rig.start("mopidy") } }
+        defer { if !restarted { _ = try? rig.start("mopidy") } }
         // The fault is what it claims: nginx is up and answers 502 Bad Gateway.
         let probe = try runCommand(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST",
                                     "-H", "Content-Type: application/json", "-d", "{}", rig.info.groove_rpc_url], timeout: 10)
@@ -311,7 +311,7 @@ final class BridgeTests: DaemonTestCase {
         XCTAssertTrue(waitUntil(10) { status().contains("\"stream\":\"playing\"") }, status())
         try rig.stop("pulse", signal: "KILL")
         var restarted = false
-        defer { if !restarted { try? rig.start("pulse") } }
+        defer { if !restarted { _ = try? rig.start("pulse") } }
         XCTAssertTrue(waitUntil(10) { status().contains("\"stream_last_error\"") }, status())
         let worst = try slowestGetAllUs(seconds: 3, everyMs: 100)
         XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs without a sound server")
@@ -342,7 +342,7 @@ final class BridgeTests: DaemonTestCase {
         try rig.stop("icecast", signal: "KILL")
         try rig.stop("mopidy", signal: "KILL")
         var restarted = false
-        defer { if !restarted { try? rig.start("icecast"); try? rig.start("mopidy") } }
+        defer { if !restarted { _ = try? rig.start("icecast"); _ = try? rig.start("mopidy") } }
         let cpu0 = cpuSeconds()
         let worst = try slowestGetAllUs(seconds: 30, everyMs: 1000)
         let cpu = cpuSeconds() - cpu0

@@ -35,6 +35,9 @@ class DaemonTestCase: XCTestCase {
         env["GROOVE_PASSWORD"] = rig.info.password
         env["XDG_CONFIG_HOME"] = configDir.path
         env["XDG_CACHE_HOME"] = configDir.appendingPathComponent("cache").path
+        // The rig's own system bus, never the machine's: logind and NetworkManager are there
+        // only when a test puts them there.
+        env["DBUS_SYSTEM_BUS_ADDRESS"] = rig.info.system_bus_address
         return env
     }
 
