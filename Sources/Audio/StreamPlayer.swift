@@ -62,7 +62,7 @@ public final class StreamPlayer: @unchecked Sendable {
         monitor.broadcast()
     }
 
-    /// While held (no network), a failed connection is not tried again until released; a
+    /// While held (no network), a failed connection is not attempted again until released; a
     /// connection that works goes on.
     public func hold(_ on: Bool) {
         monitor.withLock { held = on }

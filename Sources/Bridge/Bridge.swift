@@ -28,8 +28,9 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     private let latest: Mutex<BridgeState>
     private let rpc = SerialWorker(name: "mopidy-rpc")
     private let artWorker = SerialWorker(name: "cover-art")
-    /// Asks whether the route not in use answers (`RouteProbe`), one probe at a time.
-    private let probeWorker = SerialWorker(name: "route-probe")
+    /// Asks whether the route not in use answers (`RouteProbe`), one probe at a time. Started
+    /// with the first probe: without a remote route there is none. Touched only on "bridge".
+    private lazy var probeWorker = SerialWorker(name: "route-probe")
     /// What the system bus watcher found, for `status`.
     let systemBusReport = Mutex("not looked at yet")
     private let art: ArtCache

@@ -62,7 +62,7 @@ public enum Input: Sendable {
     case artReady(trackURI: String, file: String?)
     /// The deadline the state asked for (`nextDeadlineMs`) has passed.
     case due
-    /// logind's PrepareForSleep: true before the machine sleeps, false after it woke.
+    /// logind's PrepareForSleep: true as the machine goes to sleep, false once it is awake again.
     case sleeping(Bool)
     /// NetworkManager's state changed (any change to connected, even connected again).
     case network(NetworkState)

@@ -22,7 +22,7 @@ public struct Config: Sendable, Equatable {
     public var streamURL: String? = nil
     public var rpcURL: String? = nil
     public var wsURL: String? = nil
-    /// The route from outside the home network (a reverse proxy or a VPN address), tried when
+    /// The route from outside the home network (a reverse proxy or a VPN address), used when
     /// the home route does not answer.
     public var remoteHost: String? = nil
     public var remoteStreamURL: String? = nil
@@ -109,7 +109,7 @@ public struct Config: Sendable, Equatable {
     }
 
     /// Where Mopidy answers at home, in order of preference: the configured URLs, or from a host
-    /// alone Groove Audio's layout then plain Mopidy's (tried on every connect; the log says which
+    /// alone Groove Audio's layout then plain Mopidy's (each attempted on every connect; the log says which
     /// answered). With one URL given beside a host, that one wins in both.
     public var homeLayouts: [MopidyEndpoints]? {
         if let rpcURL, let wsURL { return [MopidyEndpoints(rpcURL: rpcURL, wsURL: wsURL)] }

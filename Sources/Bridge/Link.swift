@@ -30,7 +30,7 @@ public enum NetworkState: String, Sendable, Equatable {
 }
 
 extension BridgeTuning {
-    /// How long the route in use fails before the other is taken, if it answers: a server
+    /// How long the route in use fails until the other is taken, if it answers: a server
     /// restarting at home (the other route fails too, and the probe says so) vs. how long the
     /// music stops when the laptop leaves home.
     static let routeFailingMs = 5000
@@ -50,12 +50,12 @@ extension BridgeTuning {
 public struct LinkState: Sendable, Equatable {
     public internal(set) var network = NetworkState.unknown
     public internal(set) var asleep = false
-    /// This computer was listening when sleep came: it listens again on wake.
+    /// This computer listened when sleep came: it listens again on wake.
     var resumeOnWake = false
     public internal(set) var route = Route.home
     /// When the route was taken (monotonic ms); nil until the first input.
     public internal(set) var routeSinceMs: Int? = nil
-    public internal(set) var routeReason = "the home network is tried first"
+    public internal(set) var routeReason = "the home network comes first"
     /// The route in use has failed continuously since then (events down, or the stream
     /// retrying); nil while it works.
     var failingSinceMs: Int? = nil

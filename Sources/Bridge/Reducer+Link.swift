@@ -7,10 +7,10 @@ import Support
 extension BridgeState {
     // MARK: - Suspend and resume
 
-    /// Before sleep the stream stops cleanly (the sound server is told, nothing is cut off mid
-    /// write) and the bridge remembers whether this computer was listening; after wake both
+    /// When sleep comes the stream stops cleanly (the sound server is told, nothing is cut off mid
+    /// write) and the bridge remembers whether this computer is listening; after wake both
     /// sockets reconnect at once (the old ones may be dead without knowing it) and listening
-    /// resumes if it was on. Nobody hears anything while asleep: Paused.
+    /// resumes if it is on. Nobody hears anything while asleep: Paused.
     mutating func sleeping(_ on: Bool, _ m: Moment, _ fx: inout [Effect]) {
         guard on != link.asleep else { return }
         link.asleep = on
@@ -57,7 +57,7 @@ extension BridgeState {
             }
             if hasStream && server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
             if !eventsConnected { fx.append(.events(.retryNow)) }
-            // At home, the sockets just told to retry get their 5 s before remote is looked at.
+            // At home, the sockets just told to retry get their 5 s; remote is looked at after that.
             link.failingSinceMs = nil
             link.probeAtMs = nil
             link.switchAtMs = nil

@@ -3,7 +3,7 @@ import Support
 
 /// What the system bus tells the bridge.
 public enum SystemBusEvent: Sendable, Equatable {
-    /// logind's PrepareForSleep: true before sleep, false after wake.
+    /// logind's PrepareForSleep: true as sleep comes, false once awake.
     case sleeping(Bool)
     case network(NetworkState)
     /// What is followed and what not, for `status`.
@@ -84,7 +84,7 @@ public enum SystemBusWatcher {
             Log.debug("system bus: \(signal.member) \(signal.args)")
             bridge.systemBusSaid(event)
         }
-        say("the system bus went away: suspend and network changes are no longer followed", bridge)
+        say("the system bus is gone: suspend and network changes are not followed from here on", bridge)
     }
 
     private static func say(_ text: String, _ bridge: Bridge) {

@@ -69,7 +69,7 @@ public final class MopidyEventStream: @unchecked Sendable {
     /// came up). Nothing happens while connected.
     public func retryNow() { change(interrupting: false) { $0.retryRequested = true } }
 
-    /// While held (no network), a failed connection is not tried again until released; a
+    /// While held (no network), a failed connection is not attempted again until released; a
     /// connection that works goes on.
     public func hold(_ on: Bool) { change(interrupting: false) { $0.held = on } }
 

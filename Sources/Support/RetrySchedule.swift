@@ -40,8 +40,8 @@ public struct RetrySchedule: Sendable, Equatable {
     public init() {}
 
     /// The wait before the next attempt, after a failure of `kind` when the first failure of
-    /// this outage was `sinceFirstFailureMs` ago (0 for the first; a negative value, a clock that
-    /// went back, counts as 0).
+    /// this outage came `sinceFirstFailureMs` ago (0 for the first; a negative value, a clock that
+    /// goes back, counts as 0).
     public func delayMs(after kind: FailureKind, sinceFirstFailureMs since: Int) -> Int {
         if kind == .permanent { return permanentMs }
         switch max(0, since) {

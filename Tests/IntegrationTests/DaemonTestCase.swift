@@ -65,7 +65,8 @@ class DaemonTestCase: XCTestCase {
         }
         daemon = nil
         recorder?.stop()
-        _ = try? rig.rpc("core.playback.play")
+        // No rig when it could not start: the error from setUp is the one to read, not a crash.
+        _ = try? rig?.rpc("core.playback.play")
         try? FileManager.default.removeItem(at: configDir)
     }
 

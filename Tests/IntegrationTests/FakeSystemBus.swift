@@ -35,7 +35,7 @@ final class FakeSystemBus: DBusObject, @unchecked Sendable {
         return .values([.variant(.uint32(state.withLock { $0 }))])
     }
 
-    /// logind's `PrepareForSleep(b)`: true just before the machine sleeps, false after it woke.
+    /// logind's `PrepareForSleep(b)`: true as the machine goes to sleep, false once it is awake again.
     func prepareForSleep(_ sleeping: Bool) {
         let l = Self.login1
         connection.post { $0.emitSignal(path: l.path, interface: l.interface, member: "PrepareForSleep", args: [.bool(sleeping)]) }
@@ -49,8 +49,8 @@ final class FakeSystemBus: DBusObject, @unchecked Sendable {
     }
 }
 
-/// A daemon test with logind and NetworkManager on the rig's system bus (before the bridge
-/// starts and looks for them), and the sink recorded.
+/// A daemon test with logind and NetworkManager on the rig's system bus (there ahead of the
+/// bridge, which looks for them at start), and the sink recorded.
 class SystemBusTestCase: DaemonTestCase {
     var system: FakeSystemBus!
     var tones: [Int] { rig.info.tracks.map(\.freq) }

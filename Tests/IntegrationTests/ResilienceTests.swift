@@ -8,7 +8,7 @@ import XCTest
 /// null sink.
 final class ResilienceTests: SystemBusTestCase {
     /// The slow one (about 2½ minutes): outages of 3, 10, 30 and 90 s of the whole server.
-    /// Mopidy is started first, timed to be back just before Icecast (its start takes about
+    /// Mopidy is started first, timed to be back just ahead of Icecast (its start takes about
     /// 0.7 s), so that when Icecast takes listeners again the music is there to be heard; the
     /// time measured is from then (the stream mount live again, polled every 10 ms) to the music
     /// heard here, and from Icecast accepting connections. Goal (issue #16): median ≤ 1.5 s,
@@ -21,7 +21,7 @@ final class ResilienceTests: SystemBusTestCase {
         defer { if !restarted { _ = try? rig.start("mopidy"); _ = try? rig.start("icecast") } }
         for outage in [3.0, 10, 30, 90] {
             XCTAssertNotNil(recorder!.waitForTone(try expectedTone(), candidates: tones, timeout: 15),
-                            "no music before the \(outage) s outage")
+                            "no music ahead of the \(outage) s outage")
             restarted = false
             let down = monotonicUs()
             try rig.stop("icecast", signal: "KILL")
@@ -70,7 +70,7 @@ final class ResilienceTests: SystemBusTestCase {
             times.append(Double(heard - woke) / 1e6)
             XCTAssertTrue(waitUntil(2) { (try? playerctl("status")) == "Playing" })
             XCTAssertEqual(statusObject()["events"] as? String, "connected")
-            XCTAssertEqual(statusObject()["event_reconnects"] as? Int, reconnects, "the events socket was replaced, not lost")
+            XCTAssertEqual(statusObject()["event_reconnects"] as? Int, reconnects, "the events socket is replaced, not lost")
         }
         print("PrepareForSleep(false) → music: " + times.map { String(format: "%.2f s", $0) }.joined(separator: ", "))
         XCTAssertLessThanOrEqual(times.max() ?? .infinity, 1.5, "\(times)")
@@ -81,7 +81,7 @@ final class ResilienceTests: SystemBusTestCase {
         usleep(500_000)
         system.prepareForSleep(false)
         usleep(2_000_000)
-        XCTAssertEqual(try playerctl("status"), "Paused", "woke up listening though paused before sleep")
+        XCTAssertEqual(try playerctl("status"), "Paused", "listening after wake though paused when sleep came")
         XCTAssertNil(recorder!.recentTone(ms: 500, candidates: tones))
         let log = daemonLog()
         XCTAssertTrue(log.contains("suspend and resume followed (logind)"), log)

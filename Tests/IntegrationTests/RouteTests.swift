@@ -62,7 +62,7 @@ final class RouteTests: SystemBusTestCase {
         print(String(format: "coming home: Mopidy's next → route home: %.2f s (when the new track is heard)",
                      Double(monotonicUs() - next) / 1e6))
         let newTitle = try playerctl("metadata", "title")
-        XCTAssertNotEqual(newTitle, title, "switched home before the track change was heard")
+        XCTAssertNotEqual(newTitle, title, "switched home ahead of the track change heard")
         XCTAssertEqual(statusObject()["route_reason"] as? String, "home answers again (at a track change)")
         XCTAssertEqual(statusObject()["stream_url"] as? String, rig.info.home_stream_url)
         XCTAssertNotNil(recorder!.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no music at home again")

@@ -45,7 +45,7 @@ final class RouteReducerTests: XCTestCase {
         r.advance(toMs: 14_100)
         r.feed(.probed(.remote, answered: true, detail: ""))
         r.advance(toMs: 14_999)
-        XCTAssertEqual(r.take(), [], "not before 5 s")
+        XCTAssertEqual(r.take(), [], "not within 5 s")
         r.advance(toMs: 15_000)
         XCTAssertEqual(r.take().map { String($0.prefix(16)) }, ["route remote", "stream configure"])
         XCTAssertEqual(r.state.link.route, .remote)
