@@ -27,7 +27,11 @@ extension BridgeState {
         }
         fx.append(.log(.info, "resumed from suspend: reconnecting" + (link.resumeOnWake ? " and listening again" : "")))
         fx.append(.events(.reconnect))
-        if link.resumeOnWake { fx.append(.stream(.play)) }
+        if link.resumeOnWake {
+            fx.append(.stream(.play))
+        } else if server.localStream?.isWaitingToRetry == true {
+            fx.append(.stream(.retryNow))  // failing when sleep came (a refused password): try at once
+        }
         link.resumeOnWake = false
         // Woken elsewhere than it fell asleep, perhaps: the way home is worth a look at once.
         if link.route == .remote { probeOther(m, &fx) }

@@ -112,6 +112,8 @@ public final class MopidyEventStream: @unchecked Sendable {
                 let keep = monitor.withLock { () -> Bool in
                     guard running && !reconnectRequested else { return false }
                     self.connection = conn
+                    // A retry asked for while connecting is answered by this connection.
+                    retryRequested = false
                     return true
                 }
                 if keep {

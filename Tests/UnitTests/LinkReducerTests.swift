@@ -45,6 +45,17 @@ final class LinkReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["events reconnect"])
     }
 
+    /// A stream failing slowly (a refused password) keeps retrying through sleep, at once on wake.
+    func testAFailingStreamIsRetriedAtOnceOnWake() {
+        var r = Rig()
+        r.feed(.streamStatus(.failed(reason: "HTTP 401", retryInMs: 30_000), sequence: 2))
+        _ = r.take()
+        r.feed(.sleeping(true))
+        XCTAssertEqual(r.take(), [])
+        r.feed(.sleeping(false))
+        XCTAssertEqual(r.take(), ["events reconnect", "stream retryNow"])
+    }
+
     func testWithoutAStreamTheHouseIsPausedWhileAsleep() {
         var c = Config()
         c.serverDelayMs = 400
