@@ -58,7 +58,9 @@ public struct RetrySchedule: Sendable, Equatable {
         var at = 0
         var n = 1
         while true {
-            at = at.adding(saturating: delayMs(after: .transient, sinceFirstFailureMs: at))
+            let delay = delayMs(after: .transient, sinceFirstFailureMs: at)
+            guard delay > 0 else { return .max }  // a schedule without waits has no bound
+            at = at.adding(saturating: delay)
             guard at <= windowMs else { return n }
             n += 1
         }

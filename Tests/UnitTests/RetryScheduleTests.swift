@@ -36,6 +36,9 @@ final class RetryScheduleTests: XCTestCase {
         XCTAssertEqual(s.attempts(inFirstMs: 30_000), 61)  // … 29.25, 29.75 s
         // 241 in the first two minutes (the last at 120.25 s), then one every 5 s to 600 s.
         XCTAssertEqual(s.attempts(inFirstMs: 600_000), 241 + 96)
+        var none = RetrySchedule()
+        none.fastMs = 0
+        XCTAssertEqual(none.attempts(inFirstMs: 1000), .max, "no waits, no bound")
     }
 
     func testTheOutageClock() {
