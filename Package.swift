@@ -16,7 +16,7 @@ let package = Package(
         .systemLibrary(name: "CFLAC", pkgConfig: "flac", providers: [.apt(["libflac-dev", "libogg-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse", providers: [.apt(["libpulse-dev"])]),
 
-        // Threads, clock, backoff, logging: the floor every Swift module stands on.
+        // Threads, clock, retry schedule, logging: the floor every Swift module stands on.
         .target(name: "CSupport"),
         .target(name: "Support", dependencies: ["CSupport"], swiftSettings: releaseForSize),
         .target(name: "Net", dependencies: ["Support", "CCurl"], swiftSettings: releaseForSize),

@@ -12,6 +12,11 @@ Starts, each on a port chosen free at run time and bound to 127.0.0.1 only:
   - Mopidy + Mopidy-Local with a software mixer, playing a generated library of sine tones
   - nginx in front with the Groove URL layout (/api/mopidy/rpc, /ws/mopidy, /stream.flac, /local/),
     on plain HTTP and on TLS (a certificate for 127.0.0.1 from a CA made for the run: tls/ca.pem)
+  - two more front ends of the same layout for the route tests: "nginx_home" (plain HTTP, the
+    home network's, stopped and started to leave and come home) and "nginx_remote" (TLS, the
+    address from outside)
+  - a second dbus-daemon as the system bus (DBUS_SYSTEM_BUS_ADDRESS), on which a test may own
+    org.freedesktop.login1 and org.freedesktop.NetworkManager and send their signals
 
 Why the encoder is a separate process: putting flacenc ! oggmux ! shout2send inside Mopidy's own
 output drops the Icecast source at every track switch or stop. Mopidy sends raw PCM over UDP to
@@ -23,7 +28,10 @@ Usage:
                                            then read commands on stdin (one JSON object a line):
                                              {"cmd":"info"}
                                              {"cmd":"stop","name":"icecast"}
-                                             {"cmd":"start","name":"icecast"}
+                                             {"cmd":"start","name":"icecast"}  (answers its pid and
+                                               "ready_at", time.monotonic() when it accepted)
+                                             {"cmd":"wait_live","mount":"/stream.flac"}  (answers
+                                               "live_at", when the mount took listeners again)
                                              {"cmd":"signal","name":"icecast","signal":"STOP"}
                                              {"cmd":"rpc","method":"core.playback.next"}
                                              {"cmd":"queue"}  (the library again, playing)
@@ -103,12 +111,14 @@ def die_with_parent():
 
 
 def wait_for(what, check, timeout=20.0, interval=0.05):
+    """Polls `check` until it holds; returns time.monotonic() when it did (CLOCK_MONOTONIC, the
+    clock the tests read)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         try:
             if check():
-                return
+                return time.monotonic()
         except Exception as e:  # the service is still starting
             last = e
         time.sleep(interval)
@@ -170,12 +180,15 @@ class Service:
     again whenever it ends unasked) or a callable saying when it may be (the encoders: once
     Icecast is back)."""
 
-    def __init__(self, name, argv, env=None, ready=None, log_path=None, restart=False):
+    def __init__(self, name, argv, env=None, ready=None, log_path=None, restart=False, ready_interval=0.05):
         self.name, self.argv, self.env, self.ready = name, argv, env, ready
         self.log_path, self.restart = log_path, restart
+        # How often `ready` is asked: finely for a port (cheap, and outage tests time it).
+        self.ready_interval = ready_interval
         self.proc = None
         self.wanted = False
         self.starts = 0
+        self.ready_at = None
 
     def spawn(self):
         logf = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
@@ -196,9 +209,11 @@ class Service:
 
     def start(self):
         self.spawn()
+        self.ready_at = time.monotonic()
         if self.ready:
             try:
-                wait_for(self.name, lambda: self._alive() and self.ready())
+                self.ready_at = wait_for(self.name, lambda: self._alive() and self.ready(),
+                                         interval=self.ready_interval)
             except RuntimeError as e:
                 raise RuntimeError(f"{e}; see {self.log_path}") from None
 
@@ -244,15 +259,18 @@ class Rig:
         self.password = secrets.token_hex(12)
         self.source_password = secrets.token_hex(12)
         self.ports = dict(icecast=free_port(), mopidy=free_port(), nginx=free_port(), nginx_tls=free_port(),
+                          nginx_home=free_port(), nginx_remote=free_port(),
                           pcm=free_udp_port(), pcm_native=free_udp_port())
         self.is_root = os.geteuid() == 0
         if self.is_root:
             # Icecast drops to its own user and must be able to reach its folder below this one
             # (mkdtemp makes it 0700).
             os.chmod(root, 0o711)
-        for d in ("music", "mopidy", "icecast", "nginx", "home", "bus", "logs", "tls"):
+        for d in ("music", "mopidy", "icecast", "nginx", "nginx_home", "nginx_remote", "home", "bus", "sysbus",
+                  "logs", "tls"):
             os.makedirs(os.path.join(root, d), exist_ok=True)
         self.bus_address = f"unix:path={root}/bus/socket"
+        self.system_bus_address = f"unix:path={root}/sysbus/socket"
         self.sink = "groove_test"
         # The sound servers started, by kind; the first is the one every client is pointed at.
         self.sound = sound
@@ -293,14 +311,12 @@ class Rig:
         return reply.get("result")
 
     def icecast_mount_live(self, mount):
-        """True when the mount has a source (Icecast's status page lists it)."""
+        """True when the mount has a source (Icecast's status page lists it). The page is read as
+        text: Icecast 2.4 writes it as invalid JSON now and then (an Ogg FLAC source's fields)."""
         url = f"http://{LOOPBACK}:{self.ports['icecast']}/status-json.xsl"
         with urllib.request.urlopen(url, timeout=2) as r:
-            stats = json.load(r).get("icestats", {})
-        src = stats.get("source", [])
-        if isinstance(src, dict):
-            src = [src]
-        return any(s.get("listenurl", "").endswith(mount) for s in src)
+            text = r.read().decode(errors="replace")
+        return f'"listenurl":"http://{LOOPBACK}:{self.ports["icecast"]}{mount}"' in text
 
     # -- the parts --
 
@@ -356,6 +372,31 @@ class Rig:
             raise RuntimeError(f"pipewire-pulse made no null sink; see {self.logp('pipewire-pulse')}")
         # Until WirePlumber manages the graph, setting the default sink is "Not supported".
         wait_for("WirePlumber", lambda: pactl("set-default-sink", self.sink))
+
+    def start_system_bus(self):
+        """A bus of type system for logind's and NetworkManager's signals: the test owns their
+        names (the policy allows those two and no other) and sends the real signals."""
+        cfg = self.path("sysbus", "system.conf")
+        with open(cfg, "w") as f:
+            f.write(f"""<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={self.path("sysbus", "socket")}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="org.freedesktop.login1"/>
+    <allow own="org.freedesktop.NetworkManager"/>
+    <allow send_destination="*"/>
+    <allow send_type="signal"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+""")
+        self.add(Service("sysbus", ["dbus-daemon", f"--config-file={cfg}", "--nofork", "--nopidfile"],
+                         env=self.base_env(), log_path=self.logp("sysbus"),
+                         ready=lambda: os.path.exists(self.path("sysbus", "socket"))))
 
     def start_pulse(self):
         # --no-cpu-limit: PulseAudio's own limiter ends the daemon when it used over 70 % of a
@@ -427,7 +468,7 @@ class Rig:
     def icecast_service(self):
         cfg = self.path("icecast", "icecast.xml")
         return Service("icecast", ["icecast2", "-c", cfg], log_path=self.logp("icecast"),
-                       ready=lambda: tcp_open(self.ports["icecast"]))
+                       ready=lambda: tcp_open(self.ports["icecast"]), ready_interval=0.01)
 
     def start_icecast(self):
         self.write_icecast_config()
@@ -570,13 +611,15 @@ enabled = true
                    "-CAkey", f"{d}/ca.key", "-CAcreateserial", "-out", f"{d}/server.pem", "-days", "2",
                    "-extfile", f"{d}/server.ext"])
 
-    def write_nginx_config(self):
-        d = self.path("nginx")
+    def write_nginx_config(self, name, servers):
+        """nginx `name` (its own folder, pid and logs) serving the Groove layout on each of
+        `servers`: (port, tls) pairs."""
+        d = self.path(name)
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             os.makedirs(os.path.join(d, sub), exist_ok=True)
         m, i = self.ports["mopidy"], self.ports["icecast"]
         user = "user root;" if self.is_root else ""
-        # The Groove URL layout, served on plain HTTP and on TLS.
+        # The Groove URL layout.
         locations = f"""
     location = /api/mopidy/rpc {{ proxy_pass http://{LOOPBACK}:{m}/mopidy/rpc; }}
     location = /ws/mopidy {{
@@ -599,6 +642,20 @@ enabled = true
       proxy_set_header Connection $connection_upgrade;
     }}"""
         tls = self.path("tls")
+        blocks = ""
+        for port, secure in servers:
+            if secure:
+                blocks += f"""
+  server {{
+    listen {LOOPBACK}:{port} ssl;
+    ssl_certificate {tls}/server.pem;
+    ssl_certificate_key {tls}/server.key;{locations}
+  }}"""
+            else:
+                blocks += f"""
+  server {{
+    listen {LOOPBACK}:{port};{locations}
+  }}"""
         cfg = f"""{user}
 daemon off;
 master_process on;
@@ -613,15 +670,7 @@ http {{
   fastcgi_temp_path {d}/fastcgi;
   uwsgi_temp_path {d}/uwsgi;
   scgi_temp_path {d}/scgi;
-  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
-  server {{
-    listen {LOOPBACK}:{self.ports['nginx']};{locations}
-  }}
-  server {{
-    listen {LOOPBACK}:{self.ports['nginx_tls']} ssl;
-    ssl_certificate {tls}/server.pem;
-    ssl_certificate_key {tls}/server.key;{locations}
-  }}
+  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}{blocks}
 }}
 """
         path = os.path.join(d, "nginx.conf")
@@ -629,21 +678,29 @@ http {{
             f.write(cfg)
         return path
 
-    def nginx_service(self):
-        cfg = self.path("nginx", "nginx.conf")
-        return Service("nginx", ["nginx", "-c", cfg, "-p", self.path("nginx")],
-                       log_path=self.logp("nginx"), ready=lambda: tcp_open(self.ports["nginx"]))
+    def nginx_service(self, name="nginx"):
+        cfg = self.path(name, "nginx.conf")
+        port = self.ports[name]
+        return Service(name, ["nginx", "-c", cfg, "-p", self.path(name)], log_path=self.logp(name),
+                       ready=lambda: tcp_open(port), ready_interval=0.01)
 
     def start_nginx(self):
         self.make_tls_files()
-        self.write_nginx_config()
-        self.add(self.nginx_service())
+        # The front end every test uses, on plain HTTP and on TLS.
+        self.write_nginx_config("nginx", [(self.ports["nginx"], False), (self.ports["nginx_tls"], True)])
+        self.add(self.nginx_service("nginx"))
+        # The route tests' own pair: home's front end is stopped to leave home.
+        self.write_nginx_config("nginx_home", [(self.ports["nginx_home"], False)])
+        self.add(self.nginx_service("nginx_home"))
+        self.write_nginx_config("nginx_remote", [(self.ports["nginx_remote"], True)])
+        self.add(self.nginx_service("nginx_remote"))
 
     # -- whole rig --
 
     def start(self):
         make_library(self.path("music"))
         self.start_dbus()
+        self.start_system_bus()
         self.start_sound(self.sound)
         self.start_icecast()
         self.start_encoders()
@@ -672,8 +729,8 @@ http {{
     def stop(self):
         self.stopping = True
         with self.lock:
-            for name in ("nginx", "mopidy", "encoder_native", "encoder", "icecast", "pulse",
-                         "pipewire-pulse", "wireplumber", "pipewire", "dbus"):
+            for name in ("nginx_remote", "nginx_home", "nginx", "mopidy", "encoder_native", "encoder", "icecast",
+                         "pulse", "pipewire-pulse", "wireplumber", "pipewire", "sysbus", "dbus"):
                 svc = self.services.get(name)
                 if svc:
                     svc.stop()
@@ -695,6 +752,13 @@ http {{
             "tls_rpc_url": f"https://{LOOPBACK}:{p['nginx_tls']}/api/mopidy/rpc",
             "tls_ws_url": f"wss://{LOOPBACK}:{p['nginx_tls']}/ws/mopidy",
             "ca_file": self.path("tls", "ca.pem"),
+            "home_stream_url": f"{base}:{p['nginx_home']}/stream.flac",
+            "home_rpc_url": f"{base}:{p['nginx_home']}/api/mopidy/rpc",
+            "home_ws_url": f"ws://{LOOPBACK}:{p['nginx_home']}/ws/mopidy",
+            "remote_stream_url": f"https://{LOOPBACK}:{p['nginx_remote']}/stream.flac",
+            "remote_rpc_url": f"https://{LOOPBACK}:{p['nginx_remote']}/api/mopidy/rpc",
+            "remote_ws_url": f"wss://{LOOPBACK}:{p['nginx_remote']}/ws/mopidy",
+            "system_bus_address": self.system_bus_address,
             "playlists_dir": self.path("mopidy", "playlists"),
             "mopidy_rpc_url": f"{base}:{p['mopidy']}/mopidy/rpc",
             "mopidy_ws_url": f"ws://{LOOPBACK}:{p['mopidy']}/mopidy/ws",
@@ -724,17 +788,24 @@ http {{
                 if cmd in ("stop", "restart"):
                     sig = getattr(signal, "SIG" + req.get("signal", "TERM"))
                     svc.stop(sig)
-                if cmd in ("start", "restart"):
+                # A start of what runs already leaves it be (a second one could not take its port,
+                # and the one running would no longer be tracked).
+                if cmd in ("start", "restart") and svc.pid is None:
                     svc.start()
                     if name == "mopidy":
                         # A new Mopidy starts with an empty tracklist: queue the library again.
                         self.queue_library()
                 if cmd == "signal":
                     svc.signal(getattr(signal, "SIG" + req["signal"]))
-                return {"pid": svc.pid}
+                return {"pid": svc.pid, "ready_at": svc.ready_at}
         if cmd == "sound":
             with self.lock:
                 return self.start_sound(req.get("name"))
+        if cmd == "wait_live":
+            # Without the lock: the supervisor needs it to start the encoder again.
+            mount = req.get("mount", "/stream.flac")
+            return {"live_at": wait_for(f"{mount} live", lambda: self.icecast_mount_live(mount),
+                                        timeout=float(req.get("timeout", 20)), interval=0.01)}
         if cmd == "queue":
             with self.lock:
                 self.queue_library()

@@ -1,6 +1,6 @@
 // libFuzzer target: any bytes as a sequence of what reaches the bridge — Mopidy's events (also as
 // JSON text through the real decoder), Mopidy's replies, stream statuses, configuration reloads,
-// time passing, and MPRIS method calls from any client with any arguments through the pure call
+// time passing, suspend, network changes, route probe answers, and MPRIS method calls from any client with any arguments through the pure call
 // handler — each reduced by `BridgeState.reduce`. Values come from a hostile set (int64 and Int
 // extremes, NaN and infinities, negative positions, empty and long strings). Nothing may trap,
 // and after every step what is published must make sense and the state's deadline must move on.
@@ -131,7 +131,27 @@ struct Choices {
         c.heardSync = bool()
         c.serverDelayMs = pick([400, 0, 30_000, int()])
         c.password = bool() ? nil : string()
+        if bool() {
+            c.rpcURL = "http://127.0.0.1:1/mopidy/rpc"
+            c.wsURL = "ws://127.0.0.1:1/mopidy/ws"
+        }
+        if bool() {
+            c.remoteHost = pick(["groove.example.org", "::1", string()])
+            if bool() { c.remoteStreamURL = "https://127.0.0.1:2/stream.flac" }
+        }
         return c
+    }
+
+    /// Suspend, NetworkManager's states (any 32-bit value, through the real mapping) and the
+    /// answers of route probes, for either route, expected or not.
+    mutating func link() -> Input {
+        switch byte() % 3 {
+        case 0: return .sleeping(bool())
+        case 1:
+            let state = pick([UInt32(70), 20, 10, 40, 50, 0, .max, UInt32(truncatingIfNeeded: int())])
+            return .network(NetworkState(networkManager: state) ?? .unknown)
+        default: return .probed(pick(Route.allCases), answered: bool(), detail: string())
+        }
     }
 
     /// Any argument D-Bus can carry, mostly the types MPRIS calls take.
@@ -198,7 +218,7 @@ func run(_ bytes: [UInt8]) {
         nowUs = nowUs.adding(saturating: c.pick([0, 1_000, 250_000, 1_500_000, 30_000_000, 86_400_000_000]))
         let moment = Moment(nowUs: nowUs, streamDelayMs: c.pick([0, 1000, c.int()]))
         var inputs: [Input] = []
-        switch c.byte() % 10 {
+        switch c.byte() % 11 {
         case 0, 1: inputs = [.event(c.event())]
         case 2: inputs = [.reply(c.reply())]
         case 3:
@@ -216,6 +236,7 @@ func run(_ bytes: [UInt8]) {
         case 8:
             let (_, commands) = MPRISCalls.answer(c.methodCall(), state: state.published, nowUs: nowUs, status: { "{}" })
             inputs = commands.map(Input.command)
+        case 9: inputs = [c.link()]
         default:
             inputs = [.due]
         }
@@ -231,6 +252,11 @@ func run(_ bytes: [UInt8]) {
             let at = Int64(max(d, moment.nowMs)).multiplied(saturating: 1000)
             _ = state.reduce(.due, at: Moment(nowUs: at, streamDelayMs: moment.streamDelayMs))
             if let next = state.nextDeadlineMs { precondition(next > max(d, moment.nowMs), "deadline \(next) did not move on from \(d)") }
+        }
+        // A route is taken only when it is configured, and the stream follows it.
+        if state.link.route == .remote {
+            precondition(state.config.remoteLayouts != nil, "on a remote route that is not configured")
+            if let sc = state.streamConfig { precondition(sc.url == state.config.effectiveRemoteStreamURL, "stream not on the route") }
         }
         let tracks = state.published.tracklist
         precondition(tracks.count <= 100, "Tracks has \(tracks.count)")

@@ -24,6 +24,9 @@ public final class StreamPlayer: @unchecked Sendable {
     private var status: StreamStatus = .stopped
     private var statusSequence = 0
     private var started = false
+    /// No new attempt starts while held (no network); `retryNow` ends a wait and the outage.
+    private var held = false
+    private var retryRequested = false
 
     private let stats = StreamStats()
     private let gain = Gain()
@@ -52,6 +55,20 @@ public final class StreamPlayer: @unchecked Sendable {
     public func reconnect() {
         let playing = monitor.withLock { wanted }
         if playing { play() }
+    }
+
+    /// Ends a wait between attempts at once and starts the retry schedule afresh: the network
+    /// came up, or the server's events socket is back. Nothing happens while connected.
+    public func retryNow() {
+        monitor.withLock { retryRequested = true }
+        monitor.broadcast()
+    }
+
+    /// While held (no network), a failed connection is not attempted again until released; a
+    /// connection that works goes on.
+    public func hold(_ on: Bool) {
+        monitor.withLock { held = on }
+        monitor.broadcast()
     }
 
     public func setDelegate(_ d: StreamPlayerDelegate?) { monitor.withLock { _delegate = d } }
@@ -112,6 +129,7 @@ public final class StreamPlayer: @unchecked Sendable {
     private func networkLoop() {
         let get = StreamingGet()
         var policy = ReconnectPolicy()
+        var lastSaid: (String, Int)? = nil
         while true {
             let (gen, config) = monitor.withLock { () -> (Int, StreamConfig) in
                 while !wanted { monitor.wait(deadlineMs: nil) }
@@ -134,15 +152,30 @@ public final class StreamPlayer: @unchecked Sendable {
             // page) is "not FLAC", not "the server ended the stream". Buffered audio plays out.
             if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
             guard monitor.withLock({ wanted && generation == gen }) else { continue }
-            let next = policy.next(after: c.outcome(end: end), url: url, user: config.user, slowRetryMs: config.slowRetryMs)
+            if monitor.withLock({ () -> Bool in defer { retryRequested = false }; return retryRequested }) {
+                policy.restartOutage()
+            }
+            let next = policy.next(after: c.outcome(end: end), url: url, user: config.user, slowRetryMs: config.slowRetryMs,
+                                   nowMs: monotonicMs())
             guard let (reason, delayMs) = next.retry, publish(next, for: gen, before: {
                 stats.connectionEnded(reason: reason)
-                Log.warning("stream: \(next)")
+                // Said when an outage starts and when its reason or pace changes: a line for every
+                // quick retry would fill the journal.
+                let said = (reason, delayMs)
+                var quiet = false
+                if case .reconnecting = next { quiet = policy.failuresInOutage > 1 && lastSaid.map { $0 == said } ?? false }
+                Log.write(quiet ? .debug : .warning, "stream: \(next)")
+                lastSaid = said
             }) else { continue }
-            let deadline = monotonicMs() + delayMs
-            monitor.withLock {
-                while wanted && generation == gen && monotonicMs() < deadline { monitor.wait(deadlineMs: deadline) }
+            let deadline = monotonicMs().adding(saturating: delayMs)
+            let retried = monitor.withLock { () -> Bool in
+                while wanted && generation == gen && !retryRequested && (held || monotonicMs() < deadline) {
+                    monitor.wait(deadlineMs: held ? nil : deadline)
+                }
+                defer { retryRequested = false }
+                return retryRequested
             }
+            if retried { policy.restartOutage() }
         }
     }
 

@@ -1,22 +1,18 @@
+import Support
+
 /// Every timing and size of the stream path, each with what it trades. `StreamConfig` takes its
 /// per-instance defaults from here (tests shorten some); the rest is fixed.
 enum StreamTuning {
     // MARK: Reconnecting
 
-    /// First wait after a transient failure, doubled per attempt: a quick return after a blip vs.
-    /// hammering a server that is restarting.
-    static let backoffInitialMs = 500
-    /// Longest wait between transient retries: how soon a long outage is noticed to be over vs.
-    /// requests to a server that is down.
-    static let backoffMaxMs = 30_000
+    // The transient waits are `RetrySchedule.home`'s (Support), shared with the events socket.
+
     /// Retry interval for what waiting will not fix (wrong password, not FLAC, untrusted
     /// certificate): picks up a fixed server by itself vs. log lines and requests in vain.
-    static let slowRetryMs = 30_000
-    /// Least wait after HTTP 404: a mount that appears when its source connects vs. polling an
-    /// address that may be wrong.
-    static let noStreamRetryMinMs = 5000
-    /// A connection that played this long resets the backoff: a flaky server is retried quickly
-    /// again vs. a server that drops every connection after a few seconds being retried fast.
+    static let slowRetryMs = RetrySchedule.home.permanentMs
+    /// A connection that played this long ends the outage (the next failure starts the quick
+    /// retries again): a flaky server is retried quickly again vs. a server that drops every
+    /// connection after a few seconds being retried quickly for ever.
     static let playedBeforeResetMs = 10_000
 
     // MARK: Network

@@ -13,10 +13,11 @@ import Synchronization
 /// So the D-Bus thread never waits on the network, and neither does a pause.
 public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPlayerDelegate, @unchecked Sendable {
     public let client: MopidyClient
-    /// Where Mopidy may answer, in order of preference: one layout when the URLs were configured,
-    /// Groove Audio's then plain Mopidy's when only a host was. The event stream tries them on
-    /// every (re)connect and the RPC client follows the one that answered.
-    public let layouts: [MopidyEndpoints]
+    /// Where Mopidy may answer on the route in use, in order of preference: one layout when the
+    /// URLs are configured, Groove Audio's then plain Mopidy's from a host alone. The event
+    /// stream tries them on every (re)connect and the RPC client follows the one that answered.
+    public var layouts: [MopidyEndpoints] { routeLayouts.withLock { $0 } }
+    private let routeLayouts: Mutex<[MopidyEndpoints]>
     /// This computer's stream; nil when no stream URL is known.
     public let stream: StreamPlayer?
 
@@ -27,6 +28,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     private let latest: Mutex<BridgeState>
     private let rpc = SerialWorker(name: "mopidy-rpc")
     private let artWorker = SerialWorker(name: "cover-art")
+    /// Asks whether the route not in use answers (`RouteProbe`), one probe at a time. Started
+    /// with the first probe: without a remote route there is none. Touched only on "bridge".
+    private lazy var probeWorker = SerialWorker(name: "route-probe")
+    /// What the system bus watcher found, for `status`.
+    let systemBusReport = Mutex("not looked at yet")
     private let art: ArtCache
     /// The newest cover wanted; older requests still queued are skipped.
     private let artWanted = Mutex<Track?>(nil)
@@ -39,7 +45,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     public init(config: Config, layouts: [MopidyEndpoints], artDirectory: String,
                 onQuit: @escaping @Sendable () -> Void) {
         precondition(!layouts.isEmpty, "Bridge needs at least one Mopidy layout")
-        self.layouts = layouts
+        routeLayouts = Mutex(layouts)
         client = MopidyClient(endpoints: layouts[0])
         art = ArtCache(directory: artDirectory)
         self.onQuit = onQuit
@@ -102,6 +108,24 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             case .stop: stream?.stop()
             case .volume(let v): stream?.setVolume(v)
             case .configure(let c): stream?.update(config: c)
+            case .retryNow: stream?.retryNow()
+            case .hold(let on): stream?.hold(on)
+            }
+        case .events(let command):
+            switch command {
+            case .retryNow: events?.retryNow()
+            case .hold(let on): events?.hold(on)
+            case .reconnect: events?.reconnect()
+            }
+        case .route(_, let layouts):
+            guard let first = layouts.first else { return }
+            routeLayouts.withLock { $0 = layouts }
+            client.use(first)
+            events?.reconnect(urls: layouts.map(\.wsURL))
+        case .probe(let route, let layouts, let stream):
+            probeWorker.submit { [weak self] in
+                let (answered, detail) = RouteProbe.run(layouts, stream: stream)
+                self?.loop.submit(.probed(route, answered: answered, detail: detail), whenFull: .always)
             }
         case .openWebInterface:
             guard let opener = Bridge.browser else { return }
@@ -231,8 +255,18 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         loop.submit(.streamStatus(status, sequence: sequence), whenFull: .always)
     }
 
+    /// From the system bus watcher's thread: suspend and the network (see `SystemBusWatcher`).
+    public func systemBusSaid(_ event: SystemBusEvent) {
+        switch event {
+        case .sleeping(let on): loop.submit(.sleeping(on), whenFull: .always)
+        case .network(let n): loop.submit(.network(n), whenFull: .always)
+        case .report(let text): systemBusReport.withLock { $0 = text }
+        }
+    }
+
     /// On "mopidy-events".
     public func eventStreamConnected(url: String) {
+        let layouts = self.layouts
         if layouts.count > 1, let layout = layouts.first(where: { $0.wsURL == url }) {
             client.use(layout)
             let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"

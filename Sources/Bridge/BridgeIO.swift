@@ -37,6 +37,12 @@ public enum Input: Sendable {
     case artReady(trackURI: String, file: String?)
     /// The deadline the state asked for (`nextDeadlineMs`) has passed.
     case due
+    /// logind's PrepareForSleep: true as the machine goes to sleep, false once it is awake again.
+    case sleeping(Bool)
+    /// NetworkManager's state changed (any change to connected, even connected again).
+    case network(NetworkState)
+    /// The answer to `.probe`: whether the route's Mopidy and stream answered, and if not why.
+    case probed(Route, answered: Bool, detail: String)
 }
 
 /// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
@@ -137,6 +143,17 @@ public enum StreamCommand: Equatable, Sendable {
     case play, pause, stop
     case volume(Double)
     case configure(StreamConfig)
+    /// Ends the wait between attempts (`StreamPlayer.retryNow`), or holds retries (no network).
+    case retryNow
+    case hold(Bool)
+}
+
+/// What the events socket is told (`MopidyEventStream`).
+public enum EventsCommand: Equatable, Sendable {
+    case retryNow
+    case hold(Bool)
+    /// Replace the connection at once (after a wake).
+    case reconnect
 }
 
 /// Work the reducer asks for; the runner performs it, in order.
@@ -154,6 +171,11 @@ public enum Effect: Equatable, Sendable {
     case log(Log.Level, String)
     /// A signal of TrackList or Playlists.
     case signal(interface: String, member: String, args: [DBusValue])
+    case events(EventsCommand)
+    /// Use these layouts: the events socket reconnects to them at once, the RPC client follows.
+    case route(Route, layouts: [MopidyEndpoints])
+    /// Does this route answer (Mopidy's RPC, and the stream when there is one)? → `.probed`.
+    case probe(Route, layouts: [MopidyEndpoints], stream: StreamConfig?)
     /// The password is refused: a desktop notification asks the user to sign in again.
     case askToSignIn(SignInRequest)
 }

@@ -74,6 +74,7 @@ public struct BridgeState: Sendable {
     public internal(set) var eventsConnected = false
     public internal(set) var lastError: String? = nil
     public internal(set) var eventReconnects = 0
+    public internal(set) var link = LinkState()
     /// What refuses the password in this episode (see Reducer+SignIn), and what the user is told.
     var refusedBy: Set<PasswordRefuser> = []
     public internal(set) var signInNeeded: String? = nil
@@ -112,10 +113,10 @@ public struct BridgeState: Sendable {
         return v
     }
 
-    /// When the runner should hand in `.due`: the next held event, a resync to retry, or the
-    /// tracklist to fetch once its changes settled.
+    /// When the runner should hand in `.due`: the next held event, a resync to retry, the
+    /// tracklist to fetch once its changes settled, the other route to probe or to take.
     public var nextDeadlineMs: Int? {
-        [held.first?.dueMs, resyncAtMs, tracklistAtMs].compactMap { $0 }.min()
+        [held.first?.dueMs, resyncAtMs, tracklistAtMs, link.probeAtMs, link.switchAtMs].compactMap { $0 }.min()
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's

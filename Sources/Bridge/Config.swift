@@ -23,6 +23,12 @@ public struct Config: Sendable, Equatable {
     public var streamURL: String? = nil
     public var rpcURL: String? = nil
     public var wsURL: String? = nil
+    /// The route from outside the home network (a reverse proxy or a VPN address), used when
+    /// the home route does not answer.
+    public var remoteHost: String? = nil
+    public var remoteStreamURL: String? = nil
+    public var remoteRPCURL: String? = nil
+    public var remoteWSURL: String? = nil
     public var user = "listener"
     public var password: String? = nil
     public var passwordCommand: String? = nil
@@ -92,16 +98,55 @@ public struct Config: Sendable, Equatable {
 
     /// Said once when the configuration is loaded, not at every connection: the stream's Basic
     /// auth sends the password in the clear over plain http, which matters once it leaves this
-    /// computer. nil when there is no password, the stream is https, or its host is loopback.
+    /// computer. nil when there is no password, every stream is https, or its host is loopback.
     public var unencryptedPasswordWarning: String? {
-        guard password != nil, let url = effectiveStreamURL, let parts = URLParts.parse(url),
-              parts.scheme == "http", !parts.hostIsLoopback else { return nil }
-        return "the password crosses the network unencrypted: use https (stream_url \(redactedURL(url)))"
+        guard password != nil else { return nil }
+        for (key, url) in [("stream_url", effectiveStreamURL), ("remote_stream_url", effectiveRemoteStreamURL)] {
+            guard let url, let parts = URLParts.parse(url), parts.scheme == "http", !parts.hostIsLoopback else { continue }
+            return "the password crosses the network unencrypted: use https (\(key) \(redactedURL(url)))"
+        }
+        return nil
     }
 
     /// Where the stream is: the configured URL, or Icecast's default on the host.
     public var effectiveStreamURL: String? {
         streamURL ?? host.map { "http://\(bracketed($0)):8000/stream.flac" }
+    }
+
+    /// Where Mopidy answers at home, in order of preference: the configured URLs, or from a host
+    /// alone Groove Audio's layout then plain Mopidy's (each attempted on every connect; the log says which
+    /// answered). With one URL given beside a host, that one wins in both.
+    public var homeLayouts: [MopidyEndpoints]? {
+        if let rpcURL, let wsURL { return [MopidyEndpoints(rpcURL: rpcURL, wsURL: wsURL)] }
+        guard let host else { return nil }
+        return MopidyEndpoints.layouts(host: host).map { MopidyEndpoints(rpcURL: rpcURL ?? $0.rpcURL, wsURL: wsURL ?? $0.wsURL) }
+    }
+
+    /// The stream from outside: the configured URL, or the server's front end on the remote host
+    /// (a reverse proxy serves Groove Audio's layout on 443, the stream included).
+    public var effectiveRemoteStreamURL: String? {
+        remoteStreamURL ?? remoteHost.map { "https://\(bracketed($0))/stream.flac" }
+    }
+
+    /// Where Mopidy answers from outside; nil without a remote route.
+    public var remoteLayouts: [MopidyEndpoints]? {
+        let host = remoteHost.map(bracketed)
+        guard let rpc = remoteRPCURL ?? host.map({ "https://\($0)/api/mopidy/rpc" }),
+              let ws = remoteWSURL ?? host.map({ "wss://\($0)/ws/mopidy" }) else { return nil }
+        return [MopidyEndpoints(rpcURL: rpc, wsURL: ws)]
+    }
+
+    /// The keys of one route go together: a remote route needs Mopidy's two URLs, and a stream
+    /// when home has one (else leaving home would silence the music with no word why).
+    public func checkRoutes() throws(ConfigError) {
+        let remote = [remoteHost, remoteStreamURL, remoteRPCURL, remoteWSURL].contains { $0 != nil }
+        guard remote else { return }
+        guard remoteLayouts != nil else {
+            throw ConfigError("remote_rpc_url and remote_ws_url go together (or set remote_host)")
+        }
+        if effectiveStreamURL != nil && effectiveRemoteStreamURL == nil {
+            throw ConfigError("the remote route has no stream: set remote_stream_url (or remote_host)")
+        }
     }
 }
 

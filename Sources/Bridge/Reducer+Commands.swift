@@ -108,8 +108,7 @@ extension BridgeState {
         server.volumeMode = new.volume
         // A change the stream sees reconnects it, and so does a reload while it is failed (the
         // server may have been fixed); not, say, a new server_delay_ms while it plays.
-        if let url = new.effectiveStreamURL, let old = streamConfig {
-            let next = BridgeState.streamConfig(new, url: url)
+        if let old = streamConfig, let next = streamConfig(of: link.route) {
             var failed = false
             if case .failed? = server.localStream { failed = true }
             if next != old || failed {

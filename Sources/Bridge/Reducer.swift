@@ -20,11 +20,14 @@ extension BridgeState {
             tracklistAtMs = nil
             refresh(.tracklist, &fx)
         }
+        routeDue(m, &fx)
         followSignIn(input, &fx)
         switch input {
         case .eventsConnected:
             eventsConnected = true
             resync(&fx)
+            // The server is back: the stream need not wait for its next attempt.
+            if server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
         case .eventsDisconnected(let reason):
             eventsConnected = false
             lastError = reason
@@ -51,6 +54,7 @@ extension BridgeState {
             streamSequence = sequence
             streamStatus(s, m)
         case .command(let c):
+            if link.asleep, c == .play { awakeByUser() }
             command(c, m, &fx)
         case .reload(let new):
             reload(new, &fx)
@@ -60,7 +64,14 @@ extension BridgeState {
             if config.notify { fx.append(.notify(track, artFile: file)) }
         case .due:
             break  // what is due was done above
+        case .sleeping(let on):
+            sleeping(on, m, &fx)
+        case .network(let n):
+            network(n, m, &fx)
+        case .probed(let r, let answered, let detail):
+            probed(r, answered: answered, detail: detail, m, &fx)
         }
+        followRoute(m, &fx)
         freezeOrRelease(m)
         publish(m, &fx)
         return fx
@@ -120,6 +131,7 @@ extension BridgeState {
             if server.artURL == nil { fx.append(.fetchArt(tl.track)) }
             refresh(.neighbours, &fx)
             settleTracklist(m)
+            trackChangeHeard(m, &fx)
         case .trackPlaybackPaused(_, let pos):
             server.state = .paused
             anchorPosition(pos, m)

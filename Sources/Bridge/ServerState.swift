@@ -32,6 +32,8 @@ public struct ServerState: Equatable, Sendable {
     public var volumeMode: VolumeMode = .server
     /// Stop was pressed here (and Play not since): Stopped, position 0, whatever the house does.
     public var stoppedHere = false
+    /// The machine sleeps (logind): nobody hears anything here.
+    public var asleep = false
     /// The position shown while nothing is heard here but the house plays: where listening
     /// stopped (what was last heard), not the house's running position. It stands still, except
     /// from `sinceUs` while the stream is on its way (Playing, not yet heard), where consumers
@@ -68,7 +70,7 @@ public struct ServerState: Equatable, Sendable {
     /// The house's audio is heard here now (or, without a stream of our own, the house plays):
     /// only then does the published position move.
     var hearing: Bool {
-        guard state == .playing, !stoppedHere else { return false }
+        guard state == .playing, !stoppedHere, !asleep else { return false }
         switch localStream {
         case nil, .playing?, .reconnecting?: return true  // reconnecting: buffered audio plays out
         default: return false
@@ -79,6 +81,7 @@ public struct ServerState: Equatable, Sendable {
     /// even if the house plays; Paused/Stopped when Mopidy is.
     var status: PlaybackStatus {
         if stoppedHere { return .stopped }
+        if asleep { return .paused }
         let server: PlaybackStatus = switch state {
         case .playing: .playing
         case .paused: .paused

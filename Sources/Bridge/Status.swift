@@ -1,6 +1,7 @@
 import Audio
 import Mopidy
 import Support
+import Glibc
 
 extension Bridge {
     /// What `groove-bridge status` shows, as a JSON object.
@@ -16,6 +17,15 @@ extension Bridge {
             "config": .string(s.config.description),
         ]
         if let e = s.lastError { o["last_error"] = .string(Log.scrub(e)) }
+        o["network"] = .string(s.link.network == .disconnected ? "no network" : s.link.network.rawValue)
+        if s.link.asleep { o["asleep"] = .bool(true) }
+        o["system_bus"] = .string(systemBusReport.withLock { $0 })
+        if s.config.remoteLayouts != nil {
+            o["route"] = .string(s.link.route.rawValue)
+            o["route_reason"] = .string(Log.scrub(s.link.routeReason))
+            if let since = s.link.routeSinceMs { o["route_since"] = .string(wallClock(ofMonotonicMs: since)) }
+            if s.link.route == .remote && s.link.homeAnswered { o["route_next"] = .string("home, at the next track change") }
+        }
         if let w = s.config.unencryptedPasswordWarning { o["password_warning"] = .string(w) }
         o["password_source"] = .string(s.config.passwordSource.rawValue)
         if s.config.passwordSource == .keyringLocked { o["keyring"] = .string(Keyring.lockedAdvice(s.config.user)) }
@@ -24,7 +34,10 @@ extension Bridge {
         if let stream {
             let f = stream.currentFigures
             o["stream_url"] = .string(stream.config.url)
-            o["stream"] = .string(stream.currentStatus.description)
+            let st = stream.currentStatus
+            // Held while there is no network: the retry the status names is not coming.
+            o["stream"] = .string(s.link.network == .disconnected && st.isWaitingToRetry
+                                  ? "no network (\(st.retryReason ?? ""))" : st.description)
             if let format = f.format { o["stream_format"] = .string(format.description) }
             o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
             o["heard_delay_ms"] = .number(Double(heardDelayMs))
@@ -37,4 +50,14 @@ extension Bridge {
         }
         return JSON.object(o).serialized()
     }
+}
+
+/// A moment on the monotonic clock as local wall-clock time, `2024-05-01 14:02:03`.
+func wallClock(ofMonotonicMs ms: Int) -> String {
+    var t = time(nil) - time_t(max(0, monotonicMs().subtracting(saturating: ms)) / 1000)
+    var parts = tm()
+    localtime_r(&t, &parts)
+    var buffer = [CChar](repeating: 0, count: 32)
+    let n = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
+    return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

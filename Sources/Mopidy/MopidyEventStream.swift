@@ -1,6 +1,5 @@
 import Net
 import Support
-import Synchronization
 
 /// What the event stream tells its owner. Called on the stream's own thread ("mopidy-events"):
 /// the owner must hand the work on and return quickly.
@@ -13,24 +12,28 @@ public protocol MopidyEventStreamDelegate: AnyObject, Sendable {
     func eventStreamDisconnected(reason: String, retryInMs: Int)
 }
 
-/// Follows Mopidy's events over its WebSocket, reconnecting with capped exponential backoff and
-/// jitter for as long as it runs. One thread, "mopidy-events", blocked in poll(2) while idle.
+/// Follows Mopidy's events over its WebSocket, reconnecting on `RetrySchedule.home` for as long
+/// as it runs. One thread, "mopidy-events", blocked in poll(2) or on a condition while idle.
 ///
 /// Given several URLs (the layouts a host may serve), each attempt tries them in order and takes
 /// the first that completes the handshake; the owner learns which from `eventStreamConnected`.
-/// So a server that was down when the bridge started is found in whichever layout it comes back.
-public final class MopidyEventStream: Sendable {
-    public let urls: [String]
+/// So a server that is down when the bridge starts is found in whichever layout it comes back.
+public final class MopidyEventStream: @unchecked Sendable {
     private let delegate: MopidyEventStreamDelegate
-    private let state = Mutex(State())
-    private let waker = Waker()
     private let messageLimit: Int
     private let connectTimeoutMs: Int
-
-    private struct State {
-        var running = false
-        var connection: WebSocketConnection? = nil
-    }
+    private let monitor = Monitor()
+    // Guarded by `monitor`:
+    private var running = false
+    private var connection: WebSocketConnection? = nil
+    private var _urls: [String]
+    /// No new attempt starts while held (no network).
+    private var held = false
+    /// Ends the wait between attempts and the outage (`retryNow`).
+    private var retryRequested = false
+    /// The connection is replaced at once (`reconnect`, `use(urls:)`): the owner hears of a
+    /// disconnection only when the new one cannot be made.
+    private var reconnectRequested = false
 
     public convenience init(url: String, delegate: MopidyEventStreamDelegate, messageLimit: Int = MopidyLimits.eventBytes,
                             connectTimeoutMs: Int = 5000)
@@ -42,72 +45,130 @@ public final class MopidyEventStream: Sendable {
                 connectTimeoutMs: Int = 5000)
     {
         precondition(!urls.isEmpty, "MopidyEventStream needs a URL")
-        self.urls = urls
+        self._urls = urls
         self.delegate = delegate
         self.messageLimit = messageLimit
         self.connectTimeoutMs = connectTimeoutMs
     }
 
+    public var urls: [String] { monitor.withLock { _urls } }
+
     public func start() {
-        let already = state.withLock { s in
-            defer { s.running = true }
-            return s.running
+        let already = monitor.withLock { () -> Bool in
+            defer { running = true }
+            return running
         }
         guard !already else { return }
         startThread(name: "mopidy-events") { [self] in run() }
     }
 
     /// Stops the thread: wakes it from a wait or a blocked read.
-    public func stop() {
-        let conn = state.withLock { s -> WebSocketConnection? in
-            s.running = false
-            return s.connection
+    public func stop() { change(interrupting: true) { $0.running = false } }
+
+    /// Ends a wait between attempts at once and starts the retry schedule afresh (the network
+    /// came up). Nothing happens while connected.
+    public func retryNow() { change(interrupting: false) { $0.retryRequested = true } }
+
+    /// While held (no network), a failed connection is not attempted again until released; a
+    /// connection that works goes on.
+    public func hold(_ on: Bool) { change(interrupting: false) { $0.held = on } }
+
+    /// Drops the connection and connects again at once, to `urls` when given (a route switch),
+    /// else to the same ones (after a wake, the old socket may be dead without knowing it).
+    public func reconnect(urls new: [String]? = nil) {
+        change(interrupting: true) { s in
+            if let new, !new.isEmpty { s._urls = new }
+            s.reconnectRequested = true
         }
-        conn?.interrupt()
-        waker.wake()
     }
 
-    private var running: Bool { state.withLock { $0.running } }
+    /// Changes the state under the lock, then wakes the thread wherever it waits: in a wait
+    /// between attempts, or (`interrupting`) in a blocked read.
+    private func change(interrupting: Bool, _ body: (MopidyEventStream) -> Void) {
+        let conn = monitor.withLock { () -> WebSocketConnection? in
+            body(self)
+            return interrupting ? connection : nil
+        }
+        conn?.interrupt()
+        monitor.broadcast()
+    }
+
+    private var isRunning: Bool { monitor.withLock { running } }
 
     private func run() {
-        var backoff = Backoff()
-        while running {
-            let (connection, failure) = connectFirst()
-            var reason = failure
-            if let (conn, url) = connection {
-                state.withLock { $0.connection = conn }
-                Log.info("events: connected to \(conn.url)")
-                let since = monotonicMs()
-                delegate.eventStreamConnected(url: url)
-                let (why, delivered) = readLoop(conn)
-                reason = why
-                // Only a connection that proved healthy resets the backoff: a server that accepts
-                // and then breaks every socket must not be retried at the fastest rate forever.
-                if delivered > 0 || monotonicMs() - since >= 10_000 { backoff.reset() }
-                state.withLock { $0.connection = nil }
-                conn.closeGracefully(timeoutMs: 200)
+        var outage = OutageClock()
+        var lastSaid: String? = nil
+        while isRunning {
+            let urls = monitor.withLock { () -> [String] in
+                reconnectRequested = false
+                return _urls
             }
-            guard running else { break }
-            let delay = backoff.nextDelayMs()
-            Log.warning("events: \(reason); retrying in \(Double(delay) / 1000) s")
+            let (connection, failure) = connectFirst(urls)
+            var reason = failure.reason
+            var kind = failure.kind
+            var replaced = false
+            if let (conn, url) = connection {
+                // A reconnection asked for while connecting: this socket goes to the old URLs.
+                let keep = monitor.withLock { () -> Bool in
+                    guard running && !reconnectRequested else { return false }
+                    self.connection = conn
+                    // A retry asked for while connecting is answered by this connection.
+                    retryRequested = false
+                    return true
+                }
+                if keep {
+                    Log.info("events: connected to \(conn.url)")
+                    let since = monotonicMs()
+                    delegate.eventStreamConnected(url: url)
+                    let (why, delivered) = readLoop(conn)
+                    (reason, kind) = (why, .transient)
+                    // Only a connection that proved healthy ends the outage: a server that
+                    // accepts and then breaks every socket is not retried quickly for ever.
+                    if delivered > 0 || monotonicMs() - since >= 10_000 {
+                        outage.reset()
+                        lastSaid = nil
+                    }
+                    monitor.withLock { self.connection = nil }
+                }
+                conn.closeGracefully(timeoutMs: 200)
+                replaced = monitor.withLock { reconnectRequested }
+            }
+            guard isRunning else { break }
+            if replaced { continue }
+            let delay = RetrySchedule.home.delayMs(after: kind, sinceFirstFailureMs: outage.failed(atMs: monotonicMs()))
+            // Said when an outage starts and when its reason or pace changes: a line for every
+            // quick retry would fill the journal.
+            let said = "\(reason); retrying in \(Double(delay) / 1000) s"
+            Log.write(said == lastSaid ? .debug : .warning, "events: \(said)")
+            lastSaid = said
             delegate.eventStreamDisconnected(reason: reason, retryInMs: delay)
-            waker.sleep(ms: delay)
+            let deadline = monotonicMs().adding(saturating: delay)
+            let retried = monitor.withLock { () -> Bool in
+                while running && !retryRequested && !reconnectRequested && (held || monotonicMs() < deadline) {
+                    monitor.wait(deadlineMs: held ? nil : deadline)
+                }
+                defer { retryRequested = false }
+                return retryRequested || reconnectRequested
+            }
+            if retried { outage.reset() }
         }
     }
 
     /// A connection to the first URL that completes the handshake, or why none did (every URL's
-    /// error, so a log line shows each layout that was tried).
-    private func connectFirst() -> ((WebSocketConnection, String)?, String) {
+    /// error, so a log line shows each layout that was tried) and whether waiting can fix it.
+    private func connectFirst(_ urls: [String]) -> ((WebSocketConnection, String)?, (reason: String, kind: FailureKind)) {
         var failures: [String] = []
-        for url in urls where running {
+        var kind = FailureKind.permanent
+        for url in urls where isRunning {
             do throws(WebSocketError) {
                 return ((try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit,
-                                                 skipLimit: MopidyLimits.skippedEventBytes), url), "")
+                                                 skipLimit: MopidyLimits.skippedEventBytes), url), ("", .transient))
             } catch {
                 failures.append(error.description)
+                if error.failureKind == .transient { kind = .transient }
             }
         }
-        return (nil, failures.isEmpty ? "stopped" : failures.joined(separator: "; "))
+        return (nil, (failures.isEmpty ? "stopped" : failures.joined(separator: "; "), failures.isEmpty ? .transient : kind))
     }
 
     /// Reads until the connection breaks; returns why, and how many events it delivered.
@@ -144,6 +205,19 @@ public final class MopidyEventStream: Sendable {
             } catch {
                 Log.warning("events: \(conn.url): \(error); message ignored")
             }
+        }
+    }
+}
+
+extension WebSocketError {
+    /// A certificate that does not verify or a refused login will not get better by waiting; a
+    /// server that is down, restarting or out of reach will.
+    var failureKind: FailureKind {
+        switch self {
+        case .connect(let e) where e.isCertificateProblem: return .permanent
+        case .handshake(_, let reason) where reason.contains(" 401") || reason.contains(" 403"): return .permanent
+        case .badURL: return .permanent
+        default: return .transient
         }
     }
 }

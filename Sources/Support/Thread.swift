@@ -42,51 +42,6 @@ public func monotonicUs() -> Int64 {
     return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec / 1000)
 }
 
-/// Capped exponential backoff with jitter: 0.5 s doubling to 30 s by default, each wait drawn
-/// between half and all of the current step so that many clients do not retry in lockstep.
-public struct Backoff: Sendable {
-    public let initialMs: Int
-    public let maxMs: Int
-    public private(set) var attempts = 0
-
-    public init(initialMs: Int = 500, maxMs: Int = 30_000) {
-        self.initialMs = initialMs
-        self.maxMs = maxMs
-    }
-
-    public mutating func nextDelayMs() -> Int {
-        let step = min(maxMs, initialMs << min(attempts, 20))
-        attempts += 1
-        return Int.random(in: (step / 2)...max(step / 2, step))
-    }
-
-    public mutating func reset() { attempts = 0 }
-}
-
-/// A sleep that another thread can cut short (for shutdown and "reconnect now").
-public final class Waker: Sendable {
-    private let monitor = Monitor()
-    nonisolated(unsafe) private var woken = false  // guarded by monitor
-
-    public init() {}
-
-    /// Sleeps up to `ms`; returns true when woken early.
-    @discardableResult
-    public func sleep(ms: Int) -> Bool {
-        let deadline = monotonicMs() + ms
-        return monitor.withLock {
-            while !woken && monitor.wait(deadlineMs: deadline) {}
-            defer { woken = false }
-            return woken
-        }
-    }
-
-    public func wake() {
-        monitor.withLock { woken = true }
-        monitor.broadcast()
-    }
-}
-
 /// An eventfd that other threads signal to wake a thread blocked in poll(2) on it.
 public final class WakeFD: Sendable {
     public let fd: Int32

@@ -113,24 +113,18 @@ func loadConfig(_ o: CommandLineOptions) throws(ConfigError) -> Config {
     let path = o.configPath ?? Config.defaultPath(environment: env)
     var c = try ConfigLoader.load(path: path, required: o.configPath != nil)
     for (key, value) in o.settings { try c.set(key.name, value, origin: key.flag) }
+    try c.checkRoutes()
     try ConfigLoader.resolvePassword(&c, environment: env)
     return c
 }
 
-/// Explicit URLs win; from a host alone, the Groove layout first, then plain Mopidy: the event
-/// stream tries them in that order on every connect (so a server down at login is found in
-/// whichever layout it comes back) and logs which one answered.
+/// Where Mopidy answers at home (`Config.homeLayouts`), or why the bridge cannot start.
 func layouts(_ c: Config) -> [MopidyEndpoints] {
-    if let rpc = c.rpcURL, let ws = c.wsURL { return [MopidyEndpoints(rpcURL: rpc, wsURL: ws)] }
-    guard let host = c.host else {
+    guard let layouts = c.homeLayouts else {
         fail("no server configured: set host (or rpc_url and ws_url) in \(Config.defaultPath(environment: currentEnvironment())) "
              + "or give --host; `scripts/demo` runs one on loopback", code: 1)
     }
-    // One URL given with a host: that one wins, the other comes from the layout that answers
-    // (with only ws_url given, the socket cannot tell the layouts apart: Groove's RPC URL).
-    return MopidyEndpoints.layouts(host: host).map {
-        MopidyEndpoints(rpcURL: c.rpcURL ?? $0.rpcURL, wsURL: c.wsURL ?? $0.wsURL)
-    }
+    return layouts
 }
 
 func runStatus(json: Bool) -> Never {
@@ -201,6 +195,7 @@ do throws(DBusFailure) {
         exit(0)
     }
     Log.info("serving \(name) for \(bridge.client.endpoints.rpcURL)")
+    SystemBusWatcher.start(bridge)
 } catch {
     fail("cannot publish on the session bus: \(error.message)", code: 1)
 }

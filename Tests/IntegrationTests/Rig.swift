@@ -18,6 +18,17 @@ final class Rig: @unchecked Sendable {
         let tls_rpc_url: String
         let tls_ws_url: String
         let ca_file: String
+        /// The route tests' pair of front ends: home (plain HTTP, stopped to leave home) and
+        /// remote (TLS with the same CA).
+        let home_stream_url: String
+        let home_rpc_url: String
+        let home_ws_url: String
+        let remote_stream_url: String
+        let remote_rpc_url: String
+        let remote_ws_url: String
+        /// A second dbus-daemon of type system, where a test may own logind's and
+        /// NetworkManager's names.
+        let system_bus_address: String
         /// Mopidy's m3u playlists folder.
         let playlists_dir: String
         let groove_rpc_url: String
@@ -173,7 +184,19 @@ final class Rig: @unchecked Sendable {
         try command(["cmd": "stop", "name": service, "signal": signal])
     }
 
-    func start(_ service: String) throws { try command(["cmd": "start", "name": service]) }
+    /// Starts a service; returns when it accepted (monotonic µs, the clock of `monotonicUs()`).
+    @discardableResult
+    func start(_ service: String) throws -> Int64 {
+        let reply = try command(["cmd": "start", "name": service]) as? [String: Any]
+        return Int64(((reply?["ready_at"] as? Double) ?? 0) * 1_000_000)
+    }
+
+    /// Waits until Icecast takes listeners on `mount` again (its source reconnected); returns
+    /// when (monotonic µs), polled every 10 ms.
+    func waitLive(_ mount: String = "/stream.flac", timeout: Double = 20) throws -> Int64 {
+        let reply = try command(["cmd": "wait_live", "mount": mount, "timeout": timeout]) as? [String: Any]
+        return Int64(((reply?["live_at"] as? Double) ?? 0) * 1_000_000)
+    }
 
     func signal(_ service: String, _ sig: String) throws {
         try command(["cmd": "signal", "name": service, "signal": sig])

@@ -59,6 +59,8 @@ final class ConfigTableTests: XCTestCase {
             "ws_url": "WSS://h/ws", "user": "me", "password": "pw", "password_command": "pass show groove",
             "control": "server", "volume": "local", "sink": "headphones", "notify": "yes", "autoplay": "on",
             "heard_sync": "0", "server_delay_ms": "250", "ca_file": ca, "on_output_lost": "follow",
+            "remote_host": "groove.invalid", "remote_stream_url": "https://r/stream.flac", "remote_rpc_url": "https://r/rpc",
+            "remote_ws_url": "wss://r/ws",
         ]
         XCTAssertEqual(Set(values.keys), Set(Config.keys))
         var c = Config()
@@ -80,6 +82,10 @@ final class ConfigTableTests: XCTestCase {
         expected.heardSync = false
         expected.serverDelayMs = 250
         expected.caFile = ca
+        expected.remoteHost = "groove.invalid"
+        expected.remoteStreamURL = "https://r/stream.flac"
+        expected.remoteRPCURL = "https://r/rpc"
+        expected.remoteWSURL = "wss://r/ws"
         XCTAssertEqual(c, expected)
     }
 
@@ -91,6 +97,9 @@ final class ConfigTableTests: XCTestCase {
             ("stream_url", "ftp://x", "f:2: stream_url: 'ftp://x' is not an http(s):// or ws(s):// URL"),
             ("ws_url", "ws://h x/", "f:2: ws_url: 'ws://h x/' is not an http(s):// or ws(s):// URL"),
             ("rpc_url", "", "f:2: rpc_url: '' is not an http(s):// or ws(s):// URL"),
+            ("remote_host", "https://h/", "f:2: remote_host: 'https://h/' is a host name or address, not a URL"),
+            ("remote_stream_url", "https://u:p@h/s", "f:2: remote_stream_url: a user or password inside the URL is refused "
+             + "(it would show wherever the URL does); give the user as 'user' and the password as 'password' or 'password_command'"),
             ("user", "", "f:2: user is empty"),
             ("control", "everything", "f:2: control: 'everything' is not local or server"),
             ("volume", "loud", "f:2: volume: 'loud' is not server or local"),

@@ -5,12 +5,12 @@ import XCTest
 final class ReconnectPolicyTests: XCTestCase {
     let url = "http://127.0.0.1:18000/stream.flac"
 
-    /// The longest wait of each step, so delays are exact.
-    func policy() -> ReconnectPolicy { ReconnectPolicy(random: { $0.upperBound }) }
+    func policy() -> ReconnectPolicy { ReconnectPolicy() }
 
     func next(_ p: inout ReconnectPolicy, _ end: StreamEnd, failure: ConnectionFailure? = nil, playedMs: Int = 0,
-              user: String? = "listener") -> StreamStatus {
-        p.next(after: ConnectionOutcome(end: end, failure: failure, playedMs: playedMs), url: url, user: user, slowRetryMs: 30_000)
+              user: String? = "listener", atMs: Int = 1000) -> StreamStatus {
+        p.next(after: ConnectionOutcome(end: end, failure: failure, playedMs: playedMs), url: url, user: user,
+               slowRetryMs: 30_000, nowMs: atMs)
     }
 
     /// Each way a connection can end, as the first end after a fresh start: the README and the
@@ -19,20 +19,20 @@ final class ReconnectPolicyTests: XCTestCase {
         let table: [(StreamEnd, ConnectionFailure?, StreamStatus)] = [
             (.httpStatus(401), nil, .failed(reason: "stream refused the password for user 'listener' at \(url) (HTTP 401)", retryInMs: 30_000)),
             (.httpStatus(403), nil, .failed(reason: "stream refused the password for user 'listener' at \(url) (HTTP 403)", retryInMs: 30_000)),
-            (.httpStatus(404), nil, .failed(reason: "no stream at \(url) (HTTP 404)", retryInMs: 5000)),
-            (.httpStatus(502), nil, .reconnecting(inMs: 500, reason: "\(url) answered HTTP 502")),
-            (.stalled(seconds: 8), nil, .reconnecting(inMs: 500, reason: "no data from \(url) for 8 s")),
-            (.failed("Couldn't connect to server"), nil, .reconnecting(inMs: 500, reason: "\(url): Couldn't connect to server")),
+            (.httpStatus(404), nil, .reconnecting(inMs: 250, reason: "no stream at \(url) (HTTP 404)")),
+            (.httpStatus(502), nil, .reconnecting(inMs: 250, reason: "\(url) answered HTTP 502")),
+            (.stalled(seconds: 8), nil, .reconnecting(inMs: 250, reason: "no data from \(url) for 8 s")),
+            (.failed("Couldn't connect to server"), nil, .reconnecting(inMs: 250, reason: "\(url): Couldn't connect to server")),
             (.untrusted("SSL certificate problem: self-signed certificate"), nil,
              .failed(reason: "\(url): SSL certificate problem: self-signed certificate (a server with its own certificate authority: set ca_file)",
                      retryInMs: 30_000)),
-            (.finished, nil, .reconnecting(inMs: 500, reason: "\(url) ended the stream")),
-            (.stoppedByConsumer, nil, .reconnecting(inMs: 500, reason: "\(url) ended the stream")),
+            (.finished, nil, .reconnecting(inMs: 250, reason: "\(url) ended the stream")),
+            (.stoppedByConsumer, nil, .reconnecting(inMs: 250, reason: "\(url) ended the stream")),
             // What the decoder found wins over how the transfer ended.
             (.finished, ConnectionFailure(reason: "stream at \(url) is not FLAC", permanent: true),
              .failed(reason: "stream at \(url) is not FLAC", retryInMs: 30_000)),
             (.stoppedByConsumer, ConnectionFailure(reason: "sound output failed: Connection terminated", permanent: false),
-             .reconnecting(inMs: 500, reason: "sound output failed: Connection terminated")),
+             .reconnecting(inMs: 250, reason: "sound output failed: Connection terminated")),
         ]
         for (end, failure, want) in table {
             var p = policy()
@@ -46,47 +46,52 @@ final class ReconnectPolicyTests: XCTestCase {
                        .failed(reason: "stream refused the password at \(url) (HTTP 401)", retryInMs: 30_000))
     }
 
-    func testTransientFailuresBackOffFromHalfASecondToThirtySeconds() {
+    /// Transient failures follow the home schedule by the time since the outage's first one.
+    func testTransientFailuresFollowTheScheduleByTheOutagesAge() {
         var p = policy()
-        let delays = (0..<9).map { _ in next(&p, .failed("x")).retry!.delayMs }
-        XCTAssertEqual(delays, [500, 1000, 2000, 4000, 8000, 16_000, 30_000, 30_000, 30_000])
+        let delays = [0, 300, 800, 119_000, 121_000, 599_000, 601_000, 3_600_000].map {
+            next(&p, .failed("x"), atMs: 1000 + $0).retry!.delayMs
+        }
+        XCTAssertEqual(delays, [250, 500, 500, 500, 5000, 5000, 30_000, 30_000])
     }
 
-    func testJitterDrawsBetweenHalfAndAllOfTheStep() {
-        XCTAssertEqual(ReconnectPolicy.backoffRange(attempt: 0), 250...500)
-        XCTAssertEqual(ReconnectPolicy.backoffRange(attempt: 3), 2000...4000)
-        XCTAssertEqual(ReconnectPolicy.backoffRange(attempt: 100), 15_000...30_000)
-        var p = ReconnectPolicy(random: { $0.lowerBound })
-        XCTAssertEqual((0..<3).map { _ in next(&p, .finished).retry!.delayMs }, [250, 500, 1000])
+    /// What waiting will not fix is retried slowly and leaves the outage's clock alone.
+    func testPermanentFailuresDoNotStartTheOutage() {
+        var p = policy()
+        for end in [StreamEnd.httpStatus(401), .httpStatus(403), .untrusted("x")] { _ = next(&p, end, atMs: 1000) }
+        _ = next(&p, .finished, failure: ConnectionFailure(reason: "not FLAC", permanent: true), atMs: 1000)
+        XCTAssertNil(p.outage.firstFailureMs)
+        XCTAssertEqual(next(&p, .failed("x"), atMs: 200_000).retry?.delayMs, 250)
     }
 
-    /// What waiting will not fix is retried slowly and leaves the transient schedule alone.
-    func testSlowRetriesDoNotAdvanceTheBackoff() {
+    /// Icecast answers 404 while the mount's source reconnects: quick retries, a clear reason.
+    func testNoSuchMountIsRetriedQuickly() {
         var p = policy()
-        _ = next(&p, .failed("x"))
-        for end in [StreamEnd.httpStatus(401), .httpStatus(403), .untrusted("x")] { _ = next(&p, end) }
-        _ = next(&p, .finished, failure: ConnectionFailure(reason: "not FLAC", permanent: true))
-        XCTAssertEqual(p.attempts, 1)
-        XCTAssertEqual(next(&p, .failed("x")).retry?.delayMs, 1000)
+        XCTAssertEqual(next(&p, .httpStatus(404), atMs: 0), .reconnecting(inMs: 250, reason: "no stream at \(url) (HTTP 404)"))
+        XCTAssertEqual(next(&p, .httpStatus(404), atMs: 300).retry?.delayMs, 500)
+        XCTAssertEqual(next(&p, .httpStatus(404), atMs: 130_000).retry?.delayMs, 5000)
     }
 
-    func testNoSuchMountWaitsAtLeastFiveSecondsAndBacksOff() {
+    func testAConnectionThatPlayedTenSecondsEndsTheOutage() {
         var p = policy()
-        let delays = (0..<7).map { _ in next(&p, .httpStatus(404)).retry!.delayMs }
-        XCTAssertEqual(delays, [5000, 5000, 5000, 5000, 8000, 16_000, 30_000])
+        _ = next(&p, .failed("x"), atMs: 0)
+        XCTAssertEqual(next(&p, .finished, playedMs: 9999, atMs: 200_000).retry?.delayMs, 5000, "9.999 s is not enough")
+        XCTAssertEqual(next(&p, .finished, playedMs: 10_000, atMs: 300_000).retry?.delayMs, 250)
+        XCTAssertEqual(p.failuresInOutage, 1)
+        XCTAssertEqual(next(&p, .stalled(seconds: 8), atMs: 300_100).retry?.delayMs, 500)
     }
 
-    func testAConnectionThatPlayedTenSecondsResetsTheBackoff() {
+    func testRestartingTheOutageRetriesQuicklyAgain() {
         var p = policy()
-        for _ in 0..<4 { _ = next(&p, .failed("x")) }
-        XCTAssertEqual(next(&p, .finished, playedMs: 9999).retry?.delayMs, 8000, "9.999 s is not enough")
-        XCTAssertEqual(next(&p, .finished, playedMs: 10_000).retry?.delayMs, 500)
-        XCTAssertEqual(next(&p, .stalled(seconds: 8)).retry?.delayMs, 1000)
+        _ = next(&p, .failed("x"), atMs: 0)
+        XCTAssertEqual(next(&p, .failed("x"), atMs: 700_000).retry?.delayMs, 30_000)
+        p.restartOutage()
+        XCTAssertEqual(next(&p, .failed("x"), atMs: 700_100).retry?.delayMs, 250)
     }
 
     func testTheSlowRetryIsTheConfiguredOne() {
         var p = policy()
-        let s = p.next(after: ConnectionOutcome(end: .httpStatus(401)), url: url, user: nil, slowRetryMs: 2000)
+        let s = p.next(after: ConnectionOutcome(end: .httpStatus(401)), url: url, user: nil, slowRetryMs: 2000, nowMs: 0)
         XCTAssertEqual(s.retry?.delayMs, 2000)
     }
 }

@@ -68,6 +68,9 @@ final class ReducerTests: XCTestCase {
                 case .log(let level, let text): if level <= .warning { trace.append("log \(text)") }
                 case .signal(_, let member, let args): if lists { trace.append("\(member) \(Rig.short(args))") }
                 case .askToSignIn(let r): trace.append("sign in: \(r.sentence)")
+                case .events(let c): trace.append("events \(c)")
+                case .route(let r, _): trace.append("route \(r.rawValue)")
+                case .probe(let r, _, _): trace.append("probe \(r.rawValue)")
                 }
             }
         }

@@ -11,9 +11,9 @@ final class SignInTests: XCTestCase {
 
     /// The stream player's own words for a refusal, made by its ReconnectPolicy.
     static func streamRefused(_ code: Int = 401) -> StreamStatus {
-        var policy = ReconnectPolicy(random: { $0.lowerBound })
+        var policy = ReconnectPolicy()
         return policy.next(after: ConnectionOutcome(end: .httpStatus(code)), url: streamURL, user: "listener",
-                           slowRetryMs: 30_000)
+                           slowRetryMs: 30_000, nowMs: 0)
     }
 
     func testWhichFailuresAreARefusedPassword() {

@@ -1,0 +1,229 @@
+import Audio
+import Mopidy
+import Support
+
+/// Suspend and resume, the network coming and going, and the way to the server (home first,
+/// remote second): what the bridge does about each, decided here and performed by the runner.
+extension BridgeState {
+    // MARK: - Suspend and resume
+
+    /// When sleep comes the stream stops cleanly (the sound server is told, nothing is cut off mid
+    /// write) and the bridge remembers whether this computer is listening; after wake both
+    /// sockets reconnect at once (the old ones may be dead without knowing it) and listening
+    /// resumes if it is on. Nobody hears anything while asleep: Paused.
+    mutating func sleeping(_ on: Bool, _ m: Moment, _ fx: inout [Effect]) {
+        guard on != link.asleep else { return }
+        link.asleep = on
+        server.asleep = on
+        link.failingSinceMs = nil
+        link.probeAtMs = nil
+        link.switchAtMs = nil
+        if on {
+            link.resumeOnWake = hasStream && server.localActive
+            if link.resumeOnWake { fx.append(.stream(.pause)) }
+            fx.append(.log(.info, link.resumeOnWake ? "suspend: the stream stops; listening resumes on wake"
+                                                    : "suspend: nothing plays here"))
+            return
+        }
+        fx.append(.log(.info, "resumed from suspend: reconnecting" + (link.resumeOnWake ? " and listening again" : "")))
+        fx.append(.events(.reconnect))
+        if link.resumeOnWake {
+            fx.append(.stream(.play))
+        } else if server.localStream?.isWaitingToRetry == true {
+            fx.append(.stream(.retryNow))  // failing when sleep came (a refused password): try at once
+        }
+        link.resumeOnWake = false
+        // Woken elsewhere than it fell asleep, perhaps: the way home is worth a look at once.
+        if link.route == .remote { probeOther(m, &fx) }
+    }
+
+    /// The user plays while the bridge thinks the machine sleeps (a wake signal lost): awake.
+    mutating func awakeByUser() {
+        link.asleep = false
+        server.asleep = false
+        link.resumeOnWake = false
+    }
+
+    // MARK: - The network
+
+    /// Connected (again, or to another network): whatever waits is retried at once, held retries
+    /// are released, and on the remote route home is probed. Disconnected: nothing is retried
+    /// until connected (each attempt would fail), and `status` says "no network".
+    mutating func network(_ n: NetworkState, _ m: Moment, _ fx: inout [Effect]) {
+        let before = link.network
+        link.network = n
+        switch n {
+        case .connected:
+            if before == .disconnected {
+                fx.append(.log(.info, "network: connected; reconnecting at once"))
+                if hasStream { fx.append(.stream(.hold(false))) }
+                fx.append(.events(.hold(false)))
+            }
+            if hasStream && server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
+            if !eventsConnected { fx.append(.events(.retryNow)) }
+            // At home, the sockets just told to retry get their 5 s; remote is looked at after that.
+            link.failingSinceMs = nil
+            link.probeAtMs = nil
+            link.switchAtMs = nil
+            if link.route == .remote { probeOther(m, &fx) }
+        case .disconnected:
+            guard before != .disconnected else { return }
+            fx.append(.log(.info, "network: none (NetworkManager); retrying when it is back"))
+            if hasStream { fx.append(.stream(.hold(true))) }
+            fx.append(.events(.hold(true)))
+            link.failingSinceMs = nil
+            link.probeAtMs = nil
+            link.switchAtMs = nil
+        case .unknown:
+            break
+        }
+    }
+
+    // MARK: - The route
+
+    /// The way in use works: Mopidy's events flow and the stream, if wanted, is not retrying.
+    var routeWorks: Bool {
+        eventsConnected && server.localStream?.isWaitingToRetry != true
+    }
+
+    /// Called after every input: notices the route in use failing (and the other then probed
+    /// after `BridgeTuning.routeFailingMs`), and schedules the minutely probe of home while on
+    /// the remote route. No remote route configured: nothing happens here, and nothing is due.
+    mutating func followRoute(_ m: Moment, _ fx: inout [Effect]) {
+        if link.routeSinceMs == nil { link.routeSinceMs = m.nowMs }
+        guard config.remoteLayouts != nil else {
+            if link.route == .remote { switchRoute(to: .home, why: "no remote route is configured", m, &fx) }
+            link.probeAtMs = nil
+            link.switchAtMs = nil
+            return
+        }
+        guard !link.asleep, link.network != .disconnected else { return }
+        if !routeWorks {
+            if link.failingSinceMs == nil {
+                link.failingSinceMs = m.nowMs
+                link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.routeFailingMs - BridgeTuning.routeProbeLeadMs)
+            }
+        } else {
+            link.switchAtMs = nil
+            // Working (again): at home nothing is due; on remote, home is looked at in a minute.
+            if link.failingSinceMs != nil || (link.probeAtMs == nil && link.probing == nil) {
+                link.probeAtMs = link.route == .home ? nil : m.nowMs.adding(saturating: BridgeTuning.homeProbeMs)
+            }
+            link.failingSinceMs = nil
+            // Home answers and nothing plays here: no music to cut.
+            if link.route == .remote && link.homeAnswered && !server.localActive {
+                switchRoute(to: .home, why: "home answers again (nothing playing here)", m, &fx)
+            }
+        }
+    }
+
+    /// The probe or the switch that came due (`.due`).
+    mutating func routeDue(_ m: Moment, _ fx: inout [Effect]) {
+        if let at = link.switchAtMs, at <= m.nowMs {
+            link.switchAtMs = nil
+            if !routeWorks { switchRoute(to: link.route.other, why: failingWhy(m), m, &fx) }
+        }
+        guard let at = link.probeAtMs, at <= m.nowMs else { return }
+        link.probeAtMs = nil
+        probeOther(m, &fx)
+    }
+
+    /// Why the route in use is left: how long it failed, and the last failure.
+    func failingWhy(_ m: Moment) -> String {
+        let since = link.failingSinceMs.map { " for \(Double(m.nowMs.subtracting(saturating: $0)) / 1000) s" } ?? ""
+        let why = (server.localStream?.retryReason ?? lastError).map { ": \($0)" } ?? ""
+        return "\(link.route.rawValue) fails\(since)\(why); \(link.route.other.rawValue) answers"
+    }
+
+    /// Asks whether the route not in use answers, unless that is under way.
+    mutating func probeOther(_ m: Moment, _ fx: inout [Effect]) {
+        let other = link.route.other
+        guard link.probing == nil, let layouts = layouts(of: other) else { return }
+        link.probing = other
+        link.probeAtMs = nil
+        fx.append(.probe(other, layouts: layouts, stream: streamConfig(of: other)))
+    }
+
+    /// The other route answered or not. The route in use failing: switch at once. On the
+    /// remote route, working: home is taken at the next track change heard, or at once while
+    /// nothing plays here, so no track is cut in the middle.
+    mutating func probed(_ r: Route, answered: Bool, detail: String, _ m: Moment, _ fx: inout [Effect]) {
+        guard link.probing == r else { return }
+        link.probing = nil
+        guard r == link.route.other, !link.asleep, link.network != .disconnected else { return }
+        let failing = !routeWorks
+        if !answered {
+            link.homeAnswered = false
+            fx.append(.log(failing ? .warning : .debug, "route: \(r.rawValue) does not answer either: \(detail)"))
+            link.probeAtMs = m.nowMs.adding(saturating: failing ? BridgeTuning.routeProbeWhileFailingMs : BridgeTuning.homeProbeMs)
+            return
+        }
+        if failing {
+            // Taken once the route in use has failed for the whole 5 s.
+            let at = (link.failingSinceMs ?? m.nowMs).adding(saturating: BridgeTuning.routeFailingMs)
+            if at <= m.nowMs {
+                switchRoute(to: r, why: failingWhy(m), m, &fx)
+            } else {
+                link.switchAtMs = at
+            }
+        } else if r == .home {
+            link.homeAnswered = true
+            link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.homeProbeMs)
+            if server.localActive {
+                fx.append(.log(.info, "route: home answers again; going home at the next track change"))
+            } else {
+                switchRoute(to: .home, why: "home answers again (nothing playing here)", m, &fx)
+            }
+        }
+    }
+
+    /// A new track is heard: the moment to go home without cutting one short.
+    mutating func trackChangeHeard(_ m: Moment, _ fx: inout [Effect]) {
+        guard link.route == .remote, link.homeAnswered else { return }
+        switchRoute(to: .home, why: "home answers again (at a track change)", m, &fx)
+    }
+
+    /// Stream, events and RPC move together; the state (track, position, lists) stays, and a
+    /// resync follows the events socket's reconnection.
+    mutating func switchRoute(to r: Route, why: String, _ m: Moment, _ fx: inout [Effect]) {
+        guard r != link.route else { return }
+        link.route = r
+        link.routeSinceMs = m.nowMs
+        link.routeReason = why
+        link.failingSinceMs = nil
+        link.probeAtMs = nil
+        link.switchAtMs = nil
+        // A probe still under way asks about the route just taken: its answer is not waited for.
+        link.probing = nil
+        link.homeAnswered = false
+        fx.append(.log(.info, "route: \(r.rawValue): \(why)"))
+        if let layouts = layouts(of: r) { fx.append(.route(r, layouts: layouts)) }
+        if let next = streamConfig(of: r), next != streamConfig {
+            streamConfig = next
+            fx.append(.stream(.configure(next)))
+        }
+    }
+
+    func layouts(of r: Route) -> [MopidyEndpoints]? {
+        r == .home ? config.homeLayouts : config.remoteLayouts
+    }
+
+    /// The stream's configuration on route `r`; nil without a stream.
+    func streamConfig(of r: Route) -> StreamConfig? {
+        guard hasStream, let url = r == .home ? config.effectiveStreamURL : config.effectiveRemoteStreamURL else { return nil }
+        return BridgeState.streamConfig(config, url: url)
+    }
+}
+
+extension StreamStatus {
+    /// Between attempts: the connection failed and another is coming.
+    var isWaitingToRetry: Bool { retryReason != nil }
+
+    /// Why the last connection failed, between attempts.
+    var retryReason: String? {
+        switch self {
+        case .reconnecting(_, let reason), .failed(let reason, _): return reason
+        default: return nil
+        }
+    }
+}
