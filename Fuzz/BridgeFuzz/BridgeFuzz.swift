@@ -226,7 +226,8 @@ func run(_ bytes: [UInt8]) {
             inputs = [.streamStatus(c.streamStatus(), sequence: sequence)]
         case 4: inputs = [c.bool() ? .eventsConnected : .eventsDisconnected(reason: c.string())]
         case 5: inputs = [.reload(c.config())]
-        case 6: inputs = [.artReady(trackURI: c.string(), file: c.bool() ? nil : "file:///a.jpg")]
+        case 6: inputs = [c.bool() ? .artReady(trackURI: c.string(), file: c.bool() ? nil : "file:///a.jpg")
+                                   : .coverReady(trackURI: c.pick(["local:track:1", c.string()]), file: c.bool() ? nil : "file:///b.jpg")]
         case 7:
             // A JSON text from the input through the real decoder.
             let n = Int(c.byte())

@@ -99,6 +99,14 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         case .seeked(let us): service?.emitSeeked(positionUs: us)
         case .call(let c): call(c)
         case .fetchArt(let track): fetchArt(track)
+        case .fetchCovers(let tracks):
+            for track in tracks {
+                artWorker.submit { [weak self] in
+                    guard let self else { return }
+                    serveCurrentCover()  // the current track's cover first, whenever it is wanted
+                    loop.submit(.coverReady(trackURI: track.uri, file: coverFile(for: track)), whenFull: .wait)
+                }
+            }
         case .notify(let track, let file):
             artWorker.submit { [notifier] in notifier.trackChanged(track, artURI: file) }
         case .stream(let command):
@@ -216,10 +224,13 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// `mpris:artUrl` key, never a broken one.
     private func fetchArt(_ track: Track) {
         artWanted.withLock { $0 = track }
-        artWorker.submit { [weak self] in
-            guard let self, let track = artWanted.withLock({ w in defer { w = nil }; return w }) else { return }
-            loop.submit(.artReady(trackURI: track.uri, file: coverFile(for: track)), whenFull: .wait)
-        }
+        artWorker.submit { [weak self] in self?.serveCurrentCover() }
+    }
+
+    /// Fetches the cover wanted for the current track, if one is.
+    private func serveCurrentCover() {
+        guard let track = artWanted.withLock({ w in defer { w = nil }; return w }) else { return }
+        loop.submit(.artReady(trackURI: track.uri, file: coverFile(for: track)), whenFull: .wait)
     }
 
     /// The cached cover of a track as a file:// URI, or nil: it has none, it could not be

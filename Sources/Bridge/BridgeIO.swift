@@ -35,6 +35,8 @@ public enum Input: Sendable {
     case reload(Config)
     /// The cover of a track is on disk (nil: it has none, or it could not be fetched).
     case artReady(trackURI: String, file: String?)
+    /// The cover of a track of the tracklist (for TrackList), fetched when a client asked.
+    case coverReady(trackURI: String, file: String?)
     /// The deadline the state asked for (`nextDeadlineMs`) has passed.
     case due
     /// logind's PrepareForSleep: true as the machine goes to sleep, false once it is awake again.
@@ -163,6 +165,8 @@ public enum Effect: Equatable, Sendable {
     case seeked(positionUs: Int64)
     case call(MopidyCall)
     case fetchArt(Track)
+    /// Covers for TrackList, one after the other, after the current track's.
+    case fetchCovers([Track])
     case notify(Track, artFile: String?)
     case stream(StreamCommand)
     /// Raise: the server's web interface in the browser.

@@ -29,6 +29,9 @@ enum BridgeTuning {
     /// Mopidy's changes to its tracklist come in bursts (clear, then add: one event each): they
     /// are fetched this long after the first, once, so a replaced list is one TrackListReplaced.
     static let trackListSettleMs = 50
+    /// Covers kept for TrackList's tracks (the current one has its own): a little more than the
+    /// list, so a list that moves on keeps those it had.
+    static let trackListCovers = 128
     /// Events that arrive while Mopidy's state is fetched wait, at most this many, to be applied
     /// on top of it; past that it is fetched again instead (a burst from the server must not
     /// grow memory, and so much change would make the fetch stale anyway).
@@ -67,6 +70,8 @@ public struct BridgeState: Sendable {
     var applyingHeldMs = 0
     /// A `seeked` event was applied during this input: signal it even for a small jump.
     var seekedEvent = false
+    /// Tracks whose cover for TrackList was asked for (cleared with the covers).
+    var coversAsked: Set<String> = []
     var commandsInFlight = 0
     var latestInFlight: Set<MopidyCall.Latest> = []
     var latestWaiting: [MopidyCall.Latest: MopidyCall] = [:]

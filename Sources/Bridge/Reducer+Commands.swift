@@ -61,6 +61,13 @@ extension BridgeState {
         case .goTo(let tlid):
             userChangedTrackAtMs = m.nowMs
             call(.goTo(tlid: tlid), &fx)
+        case .wantCovers(let tlids):
+            let tracks = server.tracklist.filter { tlids.contains($0.tlid) }.map(\.track)
+                .filter { server.covers[$0.uri] == nil && !coversAsked.contains($0.uri) }
+            guard !tracks.isEmpty else { break }
+            if coversAsked.count >= BridgeTuning.trackListCovers { coversAsked = [] }
+            coversAsked.formUnion(tracks.map(\.uri))
+            fx.append(.fetchCovers(tracks))
         case .activatePlaylist(let uri):
             // With control = local too: replacing what the house plays is what was asked for.
             userChangedTrackAtMs = m.nowMs

@@ -58,6 +58,14 @@ extension BridgeState {
             command(c, m, &fx)
         case .reload(let new):
             reload(new, &fx)
+        case .coverReady(let uri, let file):
+            if server.covers.count >= BridgeTuning.trackListCovers {
+                // Keep those of the list as it is; the others go.
+                let listed = Set(server.tracklist.map(\.track.uri))
+                server.covers = server.covers.filter { listed.contains($0.key) }
+                if server.covers.count >= BridgeTuning.trackListCovers { server.covers = [:] }
+            }
+            server.covers[uri] = file ?? ""
         case .artReady(let uri, let file):
             guard let track = server.current?.track, track.uri == uri else { break }
             if let file { server.artURL = file }

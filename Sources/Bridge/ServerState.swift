@@ -43,6 +43,9 @@ public struct ServerState: Equatable, Sendable {
     /// while a change is held back) on, at most `BridgeTuning.trackListLength` + 1.
     public var tracklist: [TlTrack] = []
     public var playlists: [PlaylistInfo] = []
+    /// Covers of the tracklist's tracks (file:// URIs; "" for none), by track URI, fetched when a
+    /// client asked for their metadata; at most `BridgeTuning.trackListCovers`.
+    public var covers: [String: String] = [:]
     /// The playlist activated through the bridge, and the tracks it added: it is the active one
     /// while one of those plays.
     public var activated: Activated? = nil
@@ -155,7 +158,9 @@ public struct ServerState: Equatable, Sendable {
         if shown {
             let currentID = p.metadata.trackID
             var seen = Set<ObjectPath>()
-            let all = tracklist.map { ServerState.metadata($0, artURL: nil, title: nil) }.filter { seen.insert($0.trackID).inserted }
+            let all = tracklist.map { tl in
+                ServerState.metadata(tl, artURL: covers[tl.track.uri].flatMap { $0.isEmpty ? nil : $0 }, title: nil)
+            }.filter { seen.insert($0.trackID).inserted }
             let from = all.firstIndex { $0.trackID == currentID } ?? 0
             p.tracklist = all.dropFirst(from).prefix(BridgeTuning.trackListLength).map { $0.trackID == currentID ? p.metadata : $0 }
         }

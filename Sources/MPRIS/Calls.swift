@@ -154,8 +154,11 @@ public struct MPRISCalls {
         case "GetTracksMetadata":
             guard case .array(_, let ids)? = call.args.first else { return .invalidArgs("GetTracksMetadata takes 'ao'") }
             let wanted = ids.compactMap(\.objectPathValue)
-            let found = wanted.compactMap { id in state.tracklist.first { $0.trackID == id }?.dbusValue }
-            return .values([.array(element: "a{sv}", found)])
+            let found = wanted.compactMap { id in state.tracklist.first { $0.trackID == id } }
+            // Covers are fetched when asked for (through the cache, never on this thread).
+            let uncovered = found.filter { $0.artURL == nil }.compactMap { TrackMetadata.tlid(of: $0.trackID) }
+            if !uncovered.isEmpty { commands.append(.wantCovers(tlids: uncovered)) }
+            return .values([.array(element: "a{sv}", found.map(\.dbusValue))])
         case "AddTrack":
             guard state.canEditTracks, call.args.count == 3, let uri = call.args[0].stringValue,
                   let after = call.args[1].objectPathValue, let play = call.args[2].boolValue else { break }

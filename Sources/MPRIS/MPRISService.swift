@@ -21,6 +21,9 @@ public enum PlayerCommand: Equatable, Sendable {
     case goTo(tlid: Int)
     /// Playlists: the playlist with this URI replaces the tracklist and plays.
     case activatePlaylist(uri: String)
+    /// A client asked for these tracks' metadata (GetTracksMetadata) and their covers are not
+    /// known yet: fetch them, so that TrackMetadataChanged brings them.
+    case wantCovers(tlids: [Int])
 }
 
 /// Receives the commands. Called on the D-Bus thread: implementations hand the work on and

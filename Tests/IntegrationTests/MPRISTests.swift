@@ -33,7 +33,7 @@ final class ScriptedPlayer: MPRISController, @unchecked Sendable {
         case .setShuffle(let on): record("shuffle \(on)"); service.update { $0.shuffle = on }
         case .raise: record("raise")
         case .quit: record("quit")
-        case .addTrack, .removeTrack, .goTo, .activatePlaylist: record("\(command)")
+        case .addTrack, .removeTrack, .goTo, .activatePlaylist, .wantCovers: record("\(command)")
         }
     }
 }

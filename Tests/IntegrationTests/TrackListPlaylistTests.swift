@@ -79,6 +79,15 @@ final class TrackListPlaylistTests: DaemonTestCase {
         let r = try call(MPRISInterface.trackList, "GetTracksMetadata", [.array(element: "o", ids)])
         guard case .array(_, let maps)? = r.first else { return XCTFail("\(r)") }
         XCTAssertEqual(maps.count, 3)
+        // Their covers come when asked for: fetched through the cache, then in the answer.
+        XCTAssertTrue(waitUntil(5) {
+            guard case .array(_, let again)? = (try? call(MPRISInterface.trackList, "GetTracksMetadata", [.array(element: "o", ids)]))?.first
+            else { return false }
+            return again.contains { m in
+                guard case .dict(_, _, let e) = m else { return false }
+                return e.contains { $0.0.stringValue == "mpris:artUrl" && ($0.1.variantValue?.stringValue ?? "").hasPrefix("file://") }
+            }
+        }, "no cover in GetTracksMetadata")
         let g = try runCommand(["gdbus", "call", "--session", "--dest", MPRISService.busName, "--object-path",
                                 MPRISInterface.objectPath, "--method", "org.mpris.MediaPlayer2.TrackList.GetTracksMetadata",
                                 "[" + ids.compactMap { $0.objectPathValue.map { "'\($0.rawValue)'" } }.joined(separator: ",") + "]"],

@@ -62,6 +62,7 @@ final class ReducerTests: XCTestCase {
                     if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
                 case .stream(let c): trace.append("stream \(c)")
                 case .fetchArt(let t): trace.append("art \(t.name ?? "")")
+                case .fetchCovers: break
                 case .notify(let t, _): trace.append("notify \(t.name ?? "")")
                 case .openWebInterface: trace.append("browser")
                 case .quit: trace.append("quit")

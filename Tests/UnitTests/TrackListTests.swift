@@ -82,7 +82,7 @@ final class TrackListTests: XCTestCase {
         let (reply, none) = answer(MPRISInterface.trackList, "GetTracksMetadata", [.array(element: "o", [id5, stale])])
         guard case .values(let v) = reply, case .array(_, let found)? = v.first else { return XCTFail("\(reply)") }
         XCTAssertEqual(found, [Self.meta([5])[0].dbusValue], "known ids only")
-        XCTAssertEqual(none, [])
+        XCTAssertEqual(none, [.wantCovers(tlids: [5])], "covers are asked for when a client wants the metadata")
         XCTAssertEqual(answer(MPRISInterface.trackList, "GoTo", [id5]).1, [.goTo(tlid: 5)])
         XCTAssertEqual(answer(MPRISInterface.trackList, "GoTo", [stale]).1, [], "a stale id has no effect")
         XCTAssertEqual(answer(MPRISInterface.trackList, "RemoveTrack", [stale]).1, [])
@@ -214,5 +214,24 @@ final class TrackListTests: XCTestCase {
         XCTAssertEqual(r.take(), ["call refreshPlaylists"])
         r.feed(.reply(.playlists([b])))
         XCTAssertEqual(r.take(), ["PlaylistCount=1"])
+    }
+
+    func testCoversForTheListAreFetchedWhenAskedForOnceAndSignalled() {
+        var r = ReducerTests.Rig(listening: false)
+        r.lists = true
+        r.feed(.reply(.tracklist([Self.tl(1), Self.tl(2), Self.tl(3)])))
+        _ = r.take()
+        r.feed(.command(.wantCovers(tlids: [2, 3])))
+        XCTAssertEqual(r.take().count, 0, "(fetchCovers is not in the trace)")
+        XCTAssertEqual(r.state.coversAsked, ["local:track:2", "local:track:3"])
+        var effects = r.state.reduce(.command(.wantCovers(tlids: [2, 3])), at: r.moment)
+        XCTAssertFalse(effects.contains { if case .fetchCovers = $0 { return true }; return false }, "asked twice")
+        effects = r.state.reduce(.command(.wantCovers(tlids: [3, 2, 99])), at: r.moment)
+        XCTAssertTrue(effects.isEmpty)
+        r.feed(.coverReady(trackURI: "local:track:2", file: "file:///two.jpg"))
+        XCTAssertEqual(r.take(), ["position 5000 ms", "TrackMetadataChanged 2 T2"])
+        XCTAssertEqual(r.state.published.tracklist[1].artURL, "file:///two.jpg")
+        r.feed(.coverReady(trackURI: "local:track:3", file: nil))
+        XCTAssertNil(r.state.published.tracklist[2].artURL, "no cover: no key, never a broken one")
     }
 }
