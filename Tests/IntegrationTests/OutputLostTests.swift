@@ -43,7 +43,9 @@ class OutputLostTestCase: DaemonTestCase {
         XCTAssertNotNil(own.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "no tone on the bridge's own sink")
         let other = try Recorder(rig: rig)
         recorder = other
-        usleep(300_000)
+        // parec takes a while to start on a busy machine: a recorder that has heard nothing yet
+        // would both pass the check below and make the music's return look late.
+        XCTAssertTrue(waitUntil(5) { other.count >= Recorder.rate * 3 / 10 }, "the other output's recorder delivered nothing")
         XCTAssertNil(other.recentTone(ms: 200, candidates: tones), "the other output played before the unload")
         let t0 = monotonicUs()
         unloadSink()
@@ -94,7 +96,7 @@ final class OutputLostFollowTests: OutputLostTestCase {
         }
         let ms = try XCTUnwrap(heard.map { Double($0 - t0) / 1000 }, "nothing on the other output")
         print("output lost, follow → heard on the other output: \(ms) ms")
-        XCTAssertLessThanOrEqual(ms, 1000)
+        XCTAssertLessThanOrEqual(ms, 500)
         XCTAssertEqual(try playerctl("status"), "Playing")
         XCTAssertTrue(status().contains("\"stream\":\"playing\""), status())
     }
