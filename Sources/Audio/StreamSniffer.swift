@@ -24,13 +24,14 @@ public enum StreamSniffer {
     /// native FLAC mounts, so a late joiner starts at an arbitrary byte). Anything else, such as
     /// an HTML login page, is an error that names the URL and the Content-Type.
     public static func classify(_ head: [UInt8], contentType: String?, url: String) -> Result<StreamKind, NotFLACError> {
-        let type = (contentType ?? "").lowercased()
+        let type = Array((contentType ?? "").lowercased().utf8)
+        func typeSays(_ word: String) -> Bool { find(Array(word.utf8), in: type) != nil }
         if head.starts(with: Array("fLaC".utf8)) { return .success(.nativeFLAC) }
         if head.starts(with: Array("OggS".utf8)) { return .success(.oggFLAC) }
-        let flacType = type.contains("flac") && !type.contains("ogg")
-        let oggType = type.contains("ogg")
+        let flacType = typeSays("flac") && !typeSays("ogg")
+        let oggType = typeSays("ogg")
         if oggType, find(Array("OggS".utf8), in: head) != nil { return .success(.oggFLAC) }
-        if flacType || type.isEmpty || type.contains("octet-stream") {
+        if flacType || type.isEmpty || typeSays("octet-stream") {
             // Declared FLAC: one frame header is evidence enough; otherwise two.
             if find(Array("fLaC".utf8), in: head) != nil || hasFrameSync(head, needed: flacType ? 1 : 2) {
                 return .success(.nativeFLAC)

@@ -1,5 +1,6 @@
 import Audio
 import Net
+import Support
 @preconcurrency import Glibc
 
 /// One configuration key: its name in the file, how the command line takes it, what users are
@@ -35,7 +36,7 @@ public struct ConfigKey: Sendable {
     let shown: @Sendable (Config) -> String?
 
     /// `--stream-url`
-    public var flag: String { "--" + name.replacing("_", with: "-") }
+    public var flag: String { "--" + name.replacingText("_", with: "-") }
 
     /// The key on the command line: `--stream-url URL`, `--notify`; nil for a secret.
     public var commandLineUsage: String? {

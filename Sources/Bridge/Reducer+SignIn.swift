@@ -1,5 +1,6 @@
 import Audio
 import Net
+import Support
 
 /// What refused the password: the stream (Icecast's Basic auth) or Mopidy (a proxy in front of
 /// it that asks for one).
@@ -83,7 +84,7 @@ enum PasswordRefusal {
     /// HTTP 401 or 403 from Mopidy's RPC ("Mopidy at … answered HTTP 401") or its WebSocket
     /// handshake ("server answered HTTP/1.1 401 Unauthorized").
     static func fromMopidy(_ reason: String) -> Bool {
-        guard let r = reason.firstRange(of: "answered HTTP") else { return false }
+        guard let r = reason.firstRange(ofText: "answered HTTP") else { return false }
         var rest = reason[r.upperBound...]
         if rest.hasPrefix("/") { rest = rest.drop { $0 != " " } }
         rest = rest.drop { $0 == " " }

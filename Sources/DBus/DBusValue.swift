@@ -1,4 +1,5 @@
 import CDBus
+import Support
 
 /// A D-Bus value with its type. Covers every type MPRIS uses (`s o b i u x t d y as a{sv} v`)
 /// and arrays/dicts/structs of them.
@@ -170,7 +171,7 @@ enum Marshal {
     /// libdbus takes a string as a pointer to a `const char *`. Strings with NUL or invalid
     /// UTF-8 would make libdbus abort, so they are cleaned first.
     private static func appendString(_ s: String, type: Int32, _ iter: UnsafeMutablePointer<DBusMessageIter>) {
-        let clean = s.contains("\0") ? s.replacing("\0", with: "") : s
+        let clean = s.utf8.contains(0) ? s.replacingText("\0", with: "") : s
         clean.withCString { cstr in
             var p: UnsafePointer<CChar>? = cstr
             _ = dbus_message_iter_append_basic(iter, type, &p)

@@ -215,7 +215,7 @@ extension WebSocketError {
     var failureKind: FailureKind {
         switch self {
         case .connect(let e) where e.isCertificateProblem: return .permanent
-        case .handshake(_, let reason) where reason.contains(" 401") || reason.contains(" 403"): return .permanent
+        case .handshake(_, let reason) where reason.containsText(" 401") || reason.containsText(" 403"): return .permanent
         case .badURL: return .permanent
         default: return .transient
         }

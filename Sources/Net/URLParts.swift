@@ -1,4 +1,5 @@
 import Glibc
+import Support
 
 /// A URL split into the parts this program uses: `scheme://[userinfo@]host[:port][/path][?query]`
 /// (RFC 3986 §3). The fragment is dropped: it never leaves the client. Nothing is
@@ -31,7 +32,7 @@ public struct URLParts: Equatable, Sendable {
     /// characters anywhere.
     public static func parse(_ text: String) -> URLParts? {
         guard !text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }),
-              let schemeEnd = text.firstRange(of: "://") else { return nil }
+              let schemeEnd = text.firstRange(ofText: "://") else { return nil }
         let scheme = text[..<schemeEnd.lowerBound]
         guard let first = scheme.unicodeScalars.first, first.isASCIILetter,
               scheme.unicodeScalars.allSatisfy({ $0.isASCIILetter || $0.isASCIIDigit || "+-.".unicodeScalars.contains($0) })

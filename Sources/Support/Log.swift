@@ -48,7 +48,7 @@ public enum Log {
     public static func scrub(_ text: String) -> String {
         let secrets = config.withLock { $0.secrets }
         var out = redactingURLCredentials(text)
-        for s in secrets where out.contains(s) { out = out.replacing(s, with: "***") }
+        for s in secrets where out.containsText(s) { out = out.replacingText(s, with: "***") }
         return out
     }
 
@@ -56,11 +56,11 @@ public enum Log {
     /// An authority ends at '/', '?', '#', white space or a quote; its credentials are what
     /// stands before its last '@'.
     static func redactingURLCredentials(_ text: String) -> String {
-        guard text.contains("@"), text.contains("://") else { return text }
+        guard text.contains("@"), text.containsText("://") else { return text }
         let ends: Set<Character> = ["/", "?", "#", " ", "\t", "\n", "\r", "\"", "'", "<", ">", "`"]
         var out = ""
         var rest = text[...]
-        while let sep = rest.firstRange(of: "://") {
+        while let sep = rest.firstRange(ofText: "://") {
             out += rest[..<sep.upperBound]
             rest = rest[sep.upperBound...]
             let end = rest.firstIndex(where: ends.contains) ?? rest.endIndex

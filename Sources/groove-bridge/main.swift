@@ -139,7 +139,7 @@ func runStatus(json: Bool) -> Never {
         let width = (o.keys.map(\.count).max() ?? 0) + 2
         for k in o.keys.sorted() {
             let v = o[k]!
-            let label = terminalSafe(k.replacing("_", with: " ")) + ":"
+            let label = terminalSafe(k.replacingText("_", with: " ")) + ":"
             print(label + String(repeating: " ", count: max(1, width - label.count)) + terminalSafe(v.string ?? v.serialized()))
         }
         exit(0)

@@ -19,6 +19,7 @@ final class TrackListPlaylistTests: DaemonTestCase {
         super.tearDown()
     }
 
+    @discardableResult
     func call(_ iface: String, _ member: String, _ args: [DBusValue] = []) throws -> [DBusValue] {
         try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath, interface: iface,
                         member: member, args: args)
