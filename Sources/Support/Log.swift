@@ -37,8 +37,9 @@ public enum Log {
         config.withLock { c in
             guard !c.secrets.contains(secret) else { return }
             c.secrets.append(secret)
-            // The longest first: a secret inside another must not leave the rest of that one.
-            c.secrets.sort { $0.count > $1.count }
+            // The longest first, in bytes as the scrubber matches: a secret inside another must
+            // not leave the rest of that one.
+            c.secrets.sort { $0.utf8.count > $1.utf8.count }
         }
     }
 

@@ -2,12 +2,14 @@
 ///
 /// `String.contains(_:)` with a string, `firstRange(of:)` and `replacing(_:with:)` come from
 /// `_StringProcessing`, whose code and `_RegexParser`'s (0.78 MB) a statically linked binary then
-/// carries and maps. Every module is built without that module's implicit import
-/// (`Package.swift`), so these are what the code uses instead.
+/// carries and maps. Every module of the shipped binary is built without that module's
+/// implicit import (`Package.swift`), so these are what its code uses instead.
 ///
-/// Bytes, not characters: a needle matches wherever its UTF-8 appears, which for the ASCII
-/// markers searched for is the same, and for a secret to redact is what is wanted. A match of
-/// a valid UTF-8 needle starts and ends on scalar boundaries, so its range slices safely.
+/// Bytes, not characters: a needle matches wherever its UTF-8 appears, also as the start of a
+/// longer character ("e" in "e\u{301}"), and another spelling of the same text ("é" as
+/// "e\u{301}") does not match. For the ASCII markers searched for that changes nothing, and for
+/// a secret to redact it is what is wanted: a secret is echoed in its own bytes. A match of a
+/// valid UTF-8 needle starts and ends on scalar boundaries, so its range slices safely.
 extension Substring {
     public func firstRange(ofText needle: String) -> Range<String.Index>? {
         let hay = utf8, pin = needle.utf8

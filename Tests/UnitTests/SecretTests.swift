@@ -53,6 +53,19 @@ final class SecretTests: XCTestCase {
         XCTAssertEqual(Log.scrub("nothing secret"), "nothing secret")
     }
 
+    /// The scrubber matches bytes: a secret that is another's start with as many characters (a
+    /// flag's first half, a letter before its combining accent) must not leave that one's rest,
+    /// and a secret followed by a combining mark is still found.
+    func testASecretInsideAnotherOfAsManyCharactersLeavesNothing() {
+        Log.addSecret("q🇺")
+        Log.addSecret("q🇺🇸")
+        Log.addSecret("kéy\u{301}")
+        Log.addSecret("kéy")
+        XCTAssertEqual(Log.scrub("<q🇺🇸>"), "<***>")
+        XCTAssertEqual(Log.scrub("<kéy\u{301}>"), "<***>")
+        XCTAssertEqual(Log.scrub("<kéy\u{302}>"), "<***\u{302}>")
+    }
+
     func testTheUnitAllowsNoCoreFile() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()

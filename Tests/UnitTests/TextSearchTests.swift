@@ -26,12 +26,24 @@ final class TextSearchTests: XCTestCase {
         }
     }
 
-    func testSubstringRangesAreInTheWholeString() {
+    func testSubstringRangesAreInTheWholeString() throws {
         let s = "one://two://three"
-        let first = try! XCTUnwrap(s.firstRange(ofText: "://"))
+        let first = try XCTUnwrap(s.firstRange(ofText: "://"))
         let rest = s[first.upperBound...]
-        let second = try! XCTUnwrap(rest.firstRange(ofText: "://"))
+        let second = try XCTUnwrap(rest.firstRange(ofText: "://"))
         XCTAssertEqual(String(s[second.upperBound...]), "three")
+    }
+
+    /// A match that ends inside a character ("e" of "e\u{301}") leaves a Substring that starts
+    /// on the combining mark; searching and replacing in it stay on scalar boundaries.
+    func testARemainderStartingInsideACharacter() throws {
+        let s = "xe\u{301}ye\u{301}z"
+        let e = try XCTUnwrap(s.firstRange(ofText: "e"))
+        let rest = s[e.upperBound...]
+        XCTAssertEqual(Array(rest.unicodeScalars).first, "\u{301}")
+        let y = try XCTUnwrap(rest.firstRange(ofText: "ye"))
+        XCTAssertEqual(String(s[y.upperBound...]).unicodeScalars.map(\.value), [0x301, 0x7A])
+        XCTAssertEqual(s.replacingText("e", with: "E").unicodeScalars.map(\.value), [0x78, 0x45, 0x301, 0x79, 0x45, 0x301, 0x7A])
     }
 
     func testReplacing() {
@@ -54,9 +66,28 @@ final class TextSearchTests: XCTestCase {
             let hay = word(Int(rng.next() % 12)), needle = word(1 + Int(rng.next() % 3))
             let h = Array(hay.utf8), n = Array(needle.utf8)
             let want = h.count < n.count ? nil : (0...(h.count - n.count)).first { Array(h[$0..<($0 + n.count)]) == n }
-            let got = hay.firstRange(ofText: needle).map { hay.utf8.distance(from: hay.startIndex, to: $0.lowerBound) }
-            XCTAssertEqual(got, want, "\(Array(hay.unicodeScalars)) / \(Array(needle.unicodeScalars))")
-            XCTAssertFalse(hay.replacingText(needle, with: "_").containsText(needle))
+            let r = hay.firstRange(ofText: needle)
+            let got = r.map { hay.utf8.distance(from: hay.startIndex, to: $0.lowerBound) }
+            let end = r.map { hay.utf8.distance(from: hay.startIndex, to: $0.upperBound) }
+            let what = "\(Array(hay.unicodeScalars)) / \(Array(needle.unicodeScalars))"
+            XCTAssertEqual(got, want, what)
+            XCTAssertEqual(end, want.map { $0 + n.count }, what)
+            XCTAssertEqual(Array(hay.replacingText(needle, with: "_").utf8), replaced(h, n, Array("_".utf8)), what)
         }
     }
+}
+
+/// Every non-overlapping `n` in `h`, left to right, replaced by `by`: the byte-array model.
+private func replaced(_ h: [UInt8], _ n: [UInt8], _ by: [UInt8]) -> [UInt8] {
+    var out: [UInt8] = [], i = 0
+    while i < h.count {
+        if i + n.count <= h.count, Array(h[i..<(i + n.count)]) == n {
+            out += by
+            i += n.count
+        } else {
+            out.append(h[i])
+            i += 1
+        }
+    }
+    return out
 }
