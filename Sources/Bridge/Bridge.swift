@@ -104,7 +104,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
                 artWorker.submit { [weak self] in
                     guard let self else { return }
                     serveCurrentCover()  // the current track's cover first, whenever it is wanted
-                    loop.submit(.coverReady(trackURI: track.uri, file: coverFile(for: track)), whenFull: .wait)
+                    loop.submit(.coverReady(trackURI: track.uri, file: art.cover(of: track.uri, from: client)), whenFull: .wait)
                 }
             }
         case .notify(let track, let file):
@@ -230,25 +230,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Fetches the cover wanted for the current track, if one is.
     private func serveCurrentCover() {
         guard let track = artWanted.withLock({ w in defer { w = nil }; return w }) else { return }
-        loop.submit(.artReady(trackURI: track.uri, file: coverFile(for: track)), whenFull: .wait)
+        loop.submit(.artReady(trackURI: track.uri, file: art.cover(of: track.uri, from: client)), whenFull: .wait)
     }
-
-    /// The cached cover of a track as a file:// URI, or nil: it has none, it could not be
-    /// fetched (said in the log), or there is no cache (no XDG_CACHE_HOME nor HOME; main said so).
-    private func coverFile(for track: Track) -> String? {
-        guard !art.directory.isEmpty else { return nil }
-        do {
-            guard let image = try client.images(for: track.uri).first else {
-                Log.debug("cover art: none for \(track.uri)")
-                return nil
-            }
-            return try art.localURI(for: image.uri, base: client.endpoints.httpBase)
-        } catch {
-            Log.warning("cover art for \(track.uri): \(error)")
-            return nil
-        }
-    }
-
 
     // MARK: - Inputs from the other threads (each hands on and returns at once)
 

@@ -67,6 +67,22 @@ public final class ArtCache: Sendable {
         return String(uri[..<colon]).lowercased()
     }
 
+    /// The cached cover of the track `trackURI` as a file:// URI, or nil: it has none, it could
+    /// not be fetched (said in the log), or there is no cache (no XDG_CACHE_HOME nor HOME).
+    public func cover(of trackURI: String, from client: MopidyClient) -> String? {
+        guard !directory.isEmpty else { return nil }
+        do {
+            guard let image = try client.images(for: trackURI).first else {
+                Log.debug("cover art: none for \(trackURI)")
+                return nil
+            }
+            return try localURI(for: image.uri, base: client.endpoints.httpBase)
+        } catch {
+            Log.warning("cover art for \(trackURI): \(error)")
+            return nil
+        }
+    }
+
     /// The local file for an image URI, downloading it if needed. Returns a `file://` URI.
     public func localURI(for uri: String, base: String) throws(ArtError) -> String {
         guard !directory.isEmpty else { throw .noCache }

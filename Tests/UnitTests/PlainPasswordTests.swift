@@ -15,8 +15,8 @@ final class PlainPasswordTests: XCTestCase {
     func testOnlyPlainHTTPToAnotherComputerWithAPasswordWarns() {
         XCTAssertEqual(warning("http://musicbox.local:8000/stream.flac"),
                        "the password crosses the network unencrypted: use https (stream_url http://musicbox.local:8000/stream.flac)")
-        XCTAssertNotNil(warning("http://192.168.1.20:8000/stream.flac"))
-        XCTAssertNotNil(warning("HTTP://[fe80::1]:8000/s"))
+        XCTAssertNotNil(warning("http://192.0.2.20:8000/stream.flac"))
+        XCTAssertNotNil(warning("HTTP://[2001:db8::1]:8000/s"))
         XCTAssertNotNil(warning("http://127.example.org/s"))
         XCTAssertNil(warning("https://musicbox.local/stream.flac"))
         XCTAssertNil(warning("http://musicbox.local/stream.flac", password: nil))

@@ -50,7 +50,7 @@ final class ReconnectPolicyTests: XCTestCase {
     func testTransientFailuresFollowTheScheduleByTheOutagesAge() {
         var p = policy()
         let delays = [0, 300, 800, 119_000, 121_000, 599_000, 601_000, 3_600_000].map {
-            next(&p, .failed("x"), atMs: 1000 + $0).retry!.delayMs
+            next(&p, .failed("x"), atMs: 1000 + $0).retry?.delayMs  // nil fails the comparison below
         }
         XCTAssertEqual(delays, [250, 500, 500, 500, 5000, 5000, 30_000, 30_000])
     }
