@@ -47,11 +47,21 @@ final class Recorder: @unchecked Sendable {
         if process.isRunning { process.terminate(); process.waitUntilExit() }
     }
 
-    /// The monotonic time at which sample `index` arrived (interpolated backwards from its chunk).
+    /// The monotonic time at which sample `index` left the sink, by the latest bound the chunks
+    /// give. Every later sample left at least 1/rate after it (more across a gap), and a chunk
+    /// arrives no earlier than its last sample left, so each chunk k of the next second bounds it
+    /// from above by arrival(k) − (samples up to k − index) / rate. The least of these is the
+    /// truth once one chunk came promptly: a parec delayed by a busy machine delivers late chunks,
+    /// not late samples.
     func time(ofSample index: Int) -> Int64 {
         lock.lock(); defer { lock.unlock() }
-        guard let m = marks.first(where: { $0.1 > index }) else { return marks.last?.0 ?? 0 }
-        return m.0 - Int64(m.1 - index) * 1_000_000 / Int64(Recorder.rate)
+        guard let first = marks.firstIndex(where: { $0.1 > index }) else { return marks.last?.0 ?? 0 }
+        var best = Int64.max
+        for (arrival, after) in marks[first...] {
+            guard arrival <= marks[first].0 + 1_000_000 else { break }
+            best = min(best, arrival - Int64(after - index) * 1_000_000 / Int64(Recorder.rate))
+        }
+        return best
     }
 
     var count: Int { lock.lock(); defer { lock.unlock() }; return samples.count }
