@@ -226,5 +226,9 @@ while true {
     bridge.shutdown()
     // Let the D-Bus thread send what it has (the reply to a Quit) and release the name.
     bus.stop(waitMs: 1000)
-    exit(0)
+    // Other threads may still be inside libcurl or OpenSSL (a cover download, a reconnect):
+    // exit's handlers would free OpenSSL's locks under them, a SIGSEGV in pthread_rwlock_rdlock
+    // on the way out. Nothing is left to write but stdio's buffers.
+    fflush(nil)
+    _exit(0)
 }

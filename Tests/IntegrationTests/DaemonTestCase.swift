@@ -83,6 +83,9 @@ class DaemonTestCase: XCTestCase {
         if let daemon, daemon.isRunning {
             daemon.terminate()
             daemon.waitUntilExit()
+            // SIGTERM is an ordinary stop: exit code 0, never a crash on the way out.
+            XCTAssertEqual(daemon.terminationReason, .exit, "the bridge died of signal \(daemon.terminationStatus) when stopped")
+            XCTAssertEqual(daemon.terminationStatus, 0, "the bridge stopped with exit code \(daemon.terminationStatus)")
         }
         daemon = nil
         recorder?.stop()
