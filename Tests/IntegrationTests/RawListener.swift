@@ -10,15 +10,20 @@ import Support
 /// leaving Icecast.
 ///
 /// On-time: a sample at stream position p left the server at origin + p, where origin is the
-/// smallest (arrival − position) seen. Icecast's connect burst and Ogg pages arrive early or
-/// late as wholes; the earliest-arriving edge is the live one. The bridge uses the same rule
-/// for its local part, so the two measures meet at the same instant.
+/// smallest (arrival − position) of the frames within 5 s of it. Icecast's connect burst and Ogg
+/// pages arrive early or late as wholes; the earliest-arriving edge is the live one. Only nearby
+/// frames count because the rig's encoder runs on a clock of its own that can drift from ours
+/// (−100 ms over a run was seen after an Icecast stall): an all-time minimum would date later
+/// audio too early. The bridge uses the same rule for its local part (its origin creeps to
+/// follow such a clock), so the two measures meet at the same instant.
 final class RawListener: StreamingGetDelegate, @unchecked Sendable {
     private let ring = ByteRing(capacity: 1 << 20)
     private let lock = NSLock()
     private var samples: [Int16] = []  // channel 0, as 16-bit
     private var rate = 0
     private var originUs: Int64? = nil
+    /// (samples decoded up to the frame's end, arrival − position of that end in µs), per frame.
+    private var bounds: [(end: Int, us: Int64)] = []
     private var stopped = false
     /// Signalled by each of the two threads as it ends. They hold the listener until then:
     /// call `stop`.
@@ -50,13 +55,14 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
         guard let plane = f.planes[0] else { return }
         lock.lock()
         defer { lock.unlock() }
-        if rate != f.format.sampleRate { samples = []; originUs = nil; rate = f.format.sampleRate }
+        if rate != f.format.sampleRate { samples = []; bounds = []; originUs = nil; rate = f.format.sampleRate }
         for i in 0..<f.samples {
             let v = shift >= 0 ? plane[i] >> shift : plane[i] << -shift
             samples.append(Int16(clamping: v))
         }
         let bound = arrivalUs - Int64(samples.count) * 1_000_000 / Int64(rate)
         originUs = min(originUs ?? bound, bound)
+        bounds.append((samples.count, bound))
     }
 
     func stop() {
@@ -81,11 +87,14 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
     func onTimeUs(ofTone tone: Int, candidates: [Int], fromUs: Int64) -> Int64? {
         lock.lock()
         guard let origin = originUs, rate > 0 else { lock.unlock(); return nil }
-        let all = samples, r = rate
+        let all = samples, frames = bounds, r = rate
         lock.unlock()
-        let from = Int((fromUs - origin) * Int64(r) / 1_000_000)
-        return Tone.firstWindow(of: tone, in: all, from: from, rate: r, candidates: candidates)
-            .map { origin + Int64($0) * 1_000_000 / Int64(r) }
+        // The all-time origin dates audio no later than the truth, so searching from a second
+        // before what it puts at `fromUs` misses nothing.
+        let from = max(0, Int((fromUs - origin - 1_000_000) * Int64(r) / 1_000_000))
+        guard let index = Tone.firstWindow(of: tone, in: all, from: from, rate: r, candidates: candidates) else { return nil }
+        let near = frames.filter { abs($0.end - index) <= 5 * r }.map(\.us).min() ?? origin
+        return near + Int64(index) * 1_000_000 / Int64(r)
     }
 
     // MARK: - StreamingGetDelegate (on the network thread)
