@@ -13,7 +13,7 @@ import Support
 /// smallest (arrival − position) of the frames within 5 s of it. Icecast's connect burst and Ogg
 /// pages arrive early or late as wholes; the earliest-arriving edge is the live one. Only nearby
 /// frames count because the rig's encoder runs on a clock of its own that can drift from ours
-/// (−100 ms over a run was seen after an Icecast stall): an all-time minimum would date later
+/// (by ~100 ms over one test run after an Icecast stall): an all-time minimum would date later
 /// audio too early. The bridge uses the same rule for its local part (its origin creeps to
 /// follow such a clock), so the two measures meet at the same instant.
 final class RawListener: StreamingGetDelegate, @unchecked Sendable {
