@@ -157,6 +157,17 @@ let options = parseCommandLine(Array(CommandLine.arguments.dropFirst()))
 if options.status { runStatus(json: options.json) }
 if options.login { runLogin(options) }
 
+// Signals are taken synchronously by the main thread (sigwait), so no handler runs in an
+// arbitrary thread; every other thread is started after the mask is set and inherits it. Set
+// before the configuration is read, so a stop asked for while password_command runs is an
+// orderly one once the bridge is up (children start with an empty mask). `status` and `login`
+// (above) keep the default actions: Ctrl-C ends them at once.
+var signals = sigset_t()
+sigemptyset(&signals)
+for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&signals, s) }
+pthread_sigmask(SIG_BLOCK, &signals, nil)
+signal(SIGPIPE, SIG_IGN)
+
 let config: Config
 do throws(ConfigError) { config = try loadConfig(options) } catch { fail(error.message, code: 1) }
 Log.debug("configuration: \(config)")
@@ -167,14 +178,6 @@ if let passwordWarning { Log.warning(passwordWarning) }
 
 // Before any thread starts: setenv is not safe against other threads' getenv.
 PulseSink.prepareEnvironment()
-
-// Signals are taken synchronously by the main thread (sigwait), so no handler runs in an
-// arbitrary thread; every other thread is started after the mask is set and inherits it.
-var signals = sigset_t()
-sigemptyset(&signals)
-for s in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&signals, s) }
-pthread_sigmask(SIG_BLOCK, &signals, nil)
-signal(SIGPIPE, SIG_IGN)
 
 let bus: DBusConnection
 do throws(DBusFailure) { bus = try DBusConnection() } catch {

@@ -103,7 +103,7 @@ final class BridgeTests: DaemonTestCase {
     }
 
     func testControlServerPausesTheHouse() throws {
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         try startDaemon(["--control", "server"])
         XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" })
@@ -141,7 +141,7 @@ final class BridgeTests: DaemonTestCase {
         XCTAssertEqual(try notifications.requestName("org.freedesktop.Notifications"), .primaryOwner)
         notifications.start(onDisconnect: {})
         defer { notifications.stop() }
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         try startDaemon(["--notify"])
         XCTAssertTrue(waitUntil(10) { server.calls.withLock { $0.count } == 1 }, "no notification for the current track")
@@ -167,7 +167,7 @@ final class BridgeTests: DaemonTestCase {
 
     func testSessionBusGoingAwayEndsTheBridgeCleanly() throws {
         // A bus of its own: the rig's is shared with Mopidy and the other tests.
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         let dir = configDir.appendingPathComponent("bus")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let address = "unix:path=\(dir.path)/socket"
@@ -202,7 +202,7 @@ final class BridgeTests: DaemonTestCase {
     /// https and wss through nginx with a certificate from a CA of the rig's own: refused (and
     /// said why) until the CA is trusted through ca_file, then everything works with verification on.
     func testHTTPSAndWSSAreVerifiedAgainstTheConfiguredCA() throws {
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         let tls = ["--rpc-url", rig.info.tls_rpc_url, "--ws-url", rig.info.tls_ws_url,
                    "--stream-url", rig.info.tls_stream_url]

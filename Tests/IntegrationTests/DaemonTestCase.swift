@@ -65,7 +65,7 @@ class DaemonTestCase: XCTestCase {
     /// Restarts the daemon with its password in a configuration file (mode 600, with the stream
     /// URL and `extra` lines) and not in GROOVE_PASSWORD; returns how to rewrite that password.
     func restartWithPasswordInFile(_ password: String, extra: String = "") throws -> (String) throws -> Void {
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         let cfg = configDir.appendingPathComponent("config")
         let write = { [rig] (pw: String) throws in
@@ -79,14 +79,20 @@ class DaemonTestCase: XCTestCase {
         return write
     }
 
+    /// Stops the daemon, if it runs, with SIGTERM, and checks that it was an ordinary stop: exit
+    /// code 0, never a crash on the way out.
+    func stopDaemon(file: StaticString = #filePath, line: UInt = #line) {
+        guard let daemon, daemon.isRunning else { return }
+        daemon.terminate()
+        daemon.waitUntilExit()
+        XCTAssertEqual(daemon.terminationReason, .exit, "the bridge died of signal \(daemon.terminationStatus) when stopped",
+                       file: file, line: line)
+        XCTAssertEqual(daemon.terminationStatus, 0, "the bridge stopped with exit code \(daemon.terminationStatus)",
+                       file: file, line: line)
+    }
+
     override func tearDown() {
-        if let daemon, daemon.isRunning {
-            daemon.terminate()
-            daemon.waitUntilExit()
-            // SIGTERM is an ordinary stop: exit code 0, never a crash on the way out.
-            XCTAssertEqual(daemon.terminationReason, .exit, "the bridge died of signal \(daemon.terminationStatus) when stopped")
-            XCTAssertEqual(daemon.terminationStatus, 0, "the bridge stopped with exit code \(daemon.terminationStatus)")
-        }
+        stopDaemon()
         daemon = nil
         recorder?.stop()
         // No rig when it could not start: the error from setUp is the one to read, not a crash.
@@ -96,7 +102,7 @@ class DaemonTestCase: XCTestCase {
 
     /// Everything the daemon logged so far (after it exited, or the pipe is read to its end).
     func daemonLog() -> String {
-        if daemon.isRunning { daemon.terminate(); daemon.waitUntilExit() }
+        stopDaemon()
         return String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 

@@ -67,7 +67,7 @@ final class HostileServerTests: XCTestCase {
         env["XDG_CACHE_HOME"] = dir.appendingPathComponent("cache").path
         env.removeValue(forKey: "GROOVE_PASSWORD")
         let log = dir.appendingPathComponent("bridge.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let bridge = try start([BridgeTests.binary.path, "--rpc-url", "\(base)/mopidy/rpc", "--ws-url", "ws://127.0.0.1:\(port)/mopidy/ws"],
                                environment: env, output: try FileHandle(forWritingTo: log))
         let bus = try DBusConnection(address: address)

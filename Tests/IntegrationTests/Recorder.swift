@@ -50,7 +50,7 @@ final class Recorder: @unchecked Sendable {
     /// The monotonic time at which sample `index` left the sink, by the latest bound the chunks
     /// give. Every later sample left at least 1/rate after it (more across a gap), and a chunk
     /// arrives no earlier than its last sample left, so each chunk k of the next second bounds it
-    /// from above by arrival(k) − (samples up to k − index) / rate. The least of these is the
+    /// from above by arrival(k) − (k's last sample − index) / rate. The least of these is the
     /// truth once one chunk came promptly: a parec delayed by a busy machine delivers late chunks,
     /// not late samples.
     func time(ofSample index: Int) -> Int64 {
@@ -59,7 +59,8 @@ final class Recorder: @unchecked Sendable {
         var best = Int64.max
         for (arrival, after) in marks[first...] {
             guard arrival <= marks[first].0 + 1_000_000 else { break }
-            best = min(best, arrival - Int64(after - index) * 1_000_000 / Int64(Recorder.rate))
+            // The chunk's last sample is after − 1.
+            best = min(best, arrival - Int64(after - 1 - index) * 1_000_000 / Int64(Recorder.rate))
         }
         return best
     }

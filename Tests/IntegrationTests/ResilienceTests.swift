@@ -128,8 +128,7 @@ final class NoSystemServicesTests: DaemonTestCase {
     }
 
     func testWithoutASystemBusItSaysSoOnce() throws {
-        daemon.terminate()
-        daemon.waitUntilExit()
+        stopDaemon()
         var env = daemonEnvironment
         env["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=\(configDir.path)/no-such-socket"
         try startDaemon(environment: env)

@@ -35,7 +35,7 @@ final class SignInAgainTests: DaemonTestCase {
         XCTAssertTrue(waitUntil(8) { status().contains("\"stream\":\"playing\"") }, status())
         XCTAssertFalse(status().contains("sign_in"), status())
         XCTAssertEqual(server.calls.withLock { $0.count }, 1)
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         XCTAssertTrue(logged.wait(for: "stopping", timeout: 5), logged.text)
         XCTAssertEqual(logged.text.components(separatedBy: summary).count - 1, 1, logged.text)
         XCTAssertFalse(logged.text.contains("not-the-password"))

@@ -125,7 +125,8 @@ extension DaemonTestCase {
     /// The rig's sink's latency as `pactl list sinks` reports it (PulseAudio: what it is and what
     /// its streams asked for; PipeWire's pulse server fills these in its own way).
     func sinkLatency() throws -> (now: Int, configured: Int) {
-        let list = try runCommand(["pactl", "list", "sinks"], env: rig.clientEnvironment(sound))
+        // pactl's words are translated: read them in the C locale.
+        let list = try runCommand(["pactl", "list", "sinks"], env: rig.clientEnvironment(sound).merging(["LC_ALL": "C"]) { $1 })
         XCTAssertEqual(list.status, 0, list.err)
         let ours = list.out.components(separatedBy: "Sink #").first { $0.contains("Name: \(sound.sink)") } ?? ""
         // "Latency: 9873 usec, configured 10000 usec"
@@ -151,7 +152,7 @@ extension DaemonTestCase {
     }
 
     func localVolumeScalesOnlyThisComputer() throws {
-        daemon.terminate(); daemon.waitUntilExit()
+        stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         try startDaemon(["--volume", "local"])
         let rec = try Recorder(rig: rig, sound: sound)
