@@ -66,10 +66,10 @@ final class OutputLostPauseTests: OutputLostTestCase {
         XCTAssertLessThanOrEqual(ms, 500)
         usleep(1_000_000)
         // Whatever reached the other output after the unload, in 10 ms windows. PulseAudio moves
-        // the stream there itself and only then tells the bridge, which corks at once: on an idle
-        // machine nothing played there in 3 runs of 3; with another program busy on the cores, one
-        // 10 ms block of that sink did in 6 runs of 9, 5–13 ms after the unload where timed. Only PA_STREAM_DONT_MOVE would
-        // make it nothing, and it would stop desktop mixers from moving the stream at all.
+        // the stream there itself and only then tells the bridge, which corks at once, so that
+        // sink's first 10 ms block can carry the music (the tally is in BENCHMARKS.md). Only
+        // PA_STREAM_DONT_MOVE would make it nothing, and it would stop desktop mixers from moving
+        // the stream at all.
         var loudest = 0.0, windows = 0
         var loud: [Double] = []  // when each loud window began, ms after the unload
         var i = other.index(atTime: t0)
