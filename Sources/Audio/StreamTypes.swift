@@ -95,6 +95,11 @@ public struct StreamConfig: Sendable, Equatable {
     public var slowRetryMs = StreamTuning.slowRetryMs
     public var onOutputLost = OutputLostAction.pause
 
+    /// How late a connection's audio is heard before its first measure: the join's kept audio
+    /// written at once, on top of the sound server's buffer (a little more than the measures
+    /// on the rig: a title a little late is better than one ahead of the music).
+    public var expectedDelayMs: Int { joinBufferMs.adding(saturating: StreamTuning.sinkBufferMs) }
+
     public init(url: String, user: String? = nil, password: String? = nil, sink: String? = nil) {
         self.url = url
         self.user = user

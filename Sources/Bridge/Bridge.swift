@@ -169,6 +169,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             var s = Snapshot(rpcURL: client.endpoints.rpcURL, current: tl, state: try client.state(),
                              positionMs: try client.timePositionMs(), volume: try client.volume())
             s.generation = generation
+            s.muted = try client.mute()
             s.repeatOn = try client.option("repeat")
             s.single = try client.option("single")
             s.random = try client.option("random")
@@ -207,6 +208,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         case .previous: try client.previous()
         case .seek(let ms): try client.seek(toMs: ms)
         case .setVolume(let v): try client.setVolume(v)
+        case .setMute(let on): try client.setMute(on)
         case .setLoop(let status):
             try client.setOption("repeat", status != .none)
             try client.setOption("single", status == .track)

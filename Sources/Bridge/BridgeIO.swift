@@ -55,6 +55,7 @@ public enum MopidyCall: Equatable, Sendable {
     case play, resume, pause, stop, next, previous
     case seek(ms: Int)
     case setVolume(Int)
+    case setMute(Bool)
     case setLoop(LoopStatus)
     case setRandom(Bool)
     case open(uri: String)
@@ -102,6 +103,7 @@ public enum MopidyCall: Equatable, Sendable {
         case .previous: return "previous"
         case .seek: return "seek"
         case .setVolume: return "volume"
+        case .setMute: return "mute"
         case .setLoop: return "loop"
         case .setRandom: return "shuffle"
         case .open(let uri): return "open \(uri)"
@@ -131,6 +133,7 @@ public struct Snapshot: Equatable, Sendable {
     public var state: PlaybackState
     public var positionMs: Int
     public var volume: Int?
+    public var muted = false
     public var repeatOn = false, single = false, random = false
     public var nextTlid: Int? = nil, previousTlid: Int? = nil
     public var uriSchemes: [String] = []

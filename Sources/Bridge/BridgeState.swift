@@ -125,11 +125,24 @@ public struct BridgeState: Sendable {
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's
-    /// own (`server_delay_ms`), while this computer plays; 0 otherwise (nothing to align to).
+    /// own (`server_delay_ms`), while this computer plays or is on its way to (Play pressed, the
+    /// stream connecting); 0 otherwise (nothing to align to).
     public func heardDelayMs(_ m: Moment) -> Int {
-        guard hasStream, config.heardSync, server.localStream == .playing else { return 0 }
+        guard hasStream, config.heardSync, let stream = streamDelayMs(m) else { return 0 }
         let bound = BridgeTuning.maxHeardDelayMs
-        return min(bound, max(0, m.streamDelayMs).adding(saturating: max(0, config.serverDelayMs)))
+        return min(bound, stream.adding(saturating: max(0, config.serverDelayMs)))
+    }
+
+    /// The stream's part of the heard delay: measured while it plays; before a connection's first
+    /// measure, and while it connects, the best estimate (`StreamConfig.expectedDelayMs`), so
+    /// that a change in the first seconds after Play is not shown before it is heard.
+    private func streamDelayMs(_ m: Moment) -> Int? {
+        guard let expected = streamConfig?.expectedDelayMs else { return nil }
+        switch server.localStream {
+        case .playing?: return m.streamDelayMs > 0 ? m.streamDelayMs : expected
+        case .connecting?, .buffering?: return expected
+        default: return nil
+        }
     }
 }
 

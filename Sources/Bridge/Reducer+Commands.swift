@@ -47,7 +47,10 @@ extension BridgeState {
                 fx.append(.stream(.volume(v)))
                 server.localVolume = v
             } else {
-                call(.setVolume(Int((v * 100).rounded())), &fx)
+                let level = Int((v * 100).rounded())
+                // A muted house shows 0: any level above it is heard, so it unmutes first.
+                if server.muted && level > 0 { call(.setMute(false), &fx) }
+                call(.setVolume(level), &fx)
             }
         case .setLoopStatus(let s): call(.setLoop(s), &fx)
         case .setShuffle(let on): call(.setRandom(on), &fx)

@@ -133,7 +133,9 @@ extension BridgeState {
             server.setCurrent(tl)
             server.state = .playing
             anchorPosition(0, m)
-            if before != tl.tlid { trackChanged(m) }
+            // The same entry started again (Previous restarting it, a repeated single track) is
+            // a jump to its start, announced whatever its size.
+            if before != tl.tlid { trackChanged(m) } else { seekedEvent = true }
             fx.append(.log(.info, "now playing: \(describe(tl.track))"))
             // setCurrent keeps the cover only for the same entry of the tracklist.
             if server.artURL == nil { fx.append(.fetchArt(tl.track)) }
@@ -157,6 +159,8 @@ extension BridgeState {
             seekedEvent = true
         case .volumeChanged(let v):
             server.volume = v
+        case .muteChanged(let on):
+            server.muted = on
         case .optionsChanged:
             refresh(.options, &fx)
             refresh(.neighbours, &fx)
@@ -172,7 +176,7 @@ extension BridgeState {
             if uri.hasPrefix("http") || uri.hasPrefix("stream") || cur.track.name == nil { server.streamTitle = title }
         case .playlistsLoaded, .playlistChanged, .playlistDeleted:
             refresh(.playlists, &fx)
-        case .muteChanged, .other:
+        case .other:
             break
         }
     }
@@ -214,6 +218,7 @@ extension BridgeState {
             // The position heard here trails the server's by the stream delay.
             anchorHeard(s.positionMs, m)
             server.volume = s.volume
+            server.muted = s.muted
             server.repeatOn = s.repeatOn; server.single = s.single; server.random = s.random
             server.nextTlid = s.nextTlid; server.previousTlid = s.previousTlid
             server.uriSchemes = s.uriSchemes

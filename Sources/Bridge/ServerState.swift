@@ -15,6 +15,8 @@ public struct ServerState: Equatable, Sendable {
     public var positionAnchorUs: Int64 = 0
     /// 0–100; nil when Mopidy has no mixer.
     public var volume: Int? = nil
+    /// Mopidy's mixer is muted: MPRIS shows Volume 0 (as mopidy-mpris does), whatever the level.
+    public var muted = false
     public var repeatOn = false
     public var single = false
     public var random = false
@@ -133,7 +135,8 @@ public struct ServerState: Equatable, Sendable {
         p.shuffle = random
         // Whatever arrived, MPRIS's Volume is 0.0–1.0 here (Mopidy's mixer has no gain above 100).
         let local = localVolume.isFinite ? min(1, max(0, localVolume)) : 1
-        p.volume = volumeMode == .local ? local : Double(min(100, max(0, volume ?? 100))) / 100
+        let house = muted ? 0 : min(100, max(0, volume ?? 100))
+        p.volume = volumeMode == .local ? local : Double(house) / 100
         // The position moves only while the music is heard; otherwise it stays where listening
         // stopped. Stopped is at 0 (the spec: Play after Stop starts the track again).
         if stoppedHere || p.playbackStatus == .stopped {

@@ -164,6 +164,10 @@ public final class MopidyClient: Sendable {
 
     public func mute() throws(MopidyError) -> Bool { try call("core.mixer.get_mute").bool ?? false }
 
+    public func setMute(_ on: Bool) throws(MopidyError) {
+        try call("core.mixer.set_mute", ["mute": .bool(on)])
+    }
+
     public func uriSchemes() throws(MopidyError) -> [String] {
         (try call("core.get_uri_schemes").array ?? []).compactMap(\.string)
     }

@@ -136,6 +136,25 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["art Two", "call refreshNeighbours", "Metadata=Two"])
     }
 
+    /// Issue #23 (3): a change in the first seconds after Play, before the stream's delay is
+    /// measured, is held for the best estimate (the join and the sound server's buffer, plus the
+    /// server's own delay), not published at once.
+    func testTrackChangeRightAfterPlayIsHeldByTheExpectedDelay() {
+        var r = Rig(listening: false)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        _ = r.take()
+        let expected = StreamConfig(url: "http://127.0.0.1:1/").expectedDelayMs + 400
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.title, "One", "published before the stream could play it")
+        r.streamDelayMs = 0  // playing, not measured yet
+        r.feed(.streamStatus(.playing, sequence: 2))
+        r.advance(toMs: 10_000 + expected - 1)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 10_000 + expected)
+        XCTAssertEqual(r.title, "Two")
+    }
+
     func testTrackChangeWhileNotListeningIsPublishedAtOnce() {
         var r = Rig(listening: false)
         r.feed(.event(.trackPlaybackStarted(Self.two)))
@@ -290,6 +309,29 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["stream volume(0.3)", "Volume=0.3"])
     }
 
+    /// Issue #23 (5): a muted house reads as Volume 0 (as mopidy-mpris has it); a level above 0
+    /// unmutes it; the mute is followed from the events and from a fetch.
+    func testAMutedHouseShowsVolumeZeroAndALevelAboveUnmutesIt() {
+        var r = Rig()
+        r.feed(.event(.muteChanged(true)))
+        XCTAssertEqual(r.take(), ["Volume=0.0"])
+        r.feed(.command(.setVolume(0)))
+        XCTAssertEqual(r.take(), ["call setVolume(0)"], "0 keeps it muted")
+        r.feed(.reply(.done(.setVolume(0))))
+        r.feed(.command(.setVolume(0.4)))
+        XCTAssertEqual(r.take(), ["call setMute(false)", "call setVolume(40)"])
+        r.feed(.event(.volumeChanged(40)))
+        XCTAssertEqual(r.take(), [], "still muted until Mopidy says otherwise")
+        r.feed(.event(.muteChanged(false)))
+        XCTAssertEqual(r.take(), ["Volume=0.4"])
+        var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .playing, positionMs: 5000, volume: 40)
+        s.muted = true
+        r.feed(.eventsDisconnected(reason: "gone"))
+        r.feed(.eventsConnected)
+        r.sync(s)
+        XCTAssertEqual(r.state.published.volume, 0, "a fetch finds the house muted")
+    }
+
     func testCoverArtAndNotificationOnlyForTheCurrentTrack() {
         var c = Rig.config
         c.notify = true
@@ -317,6 +359,20 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), [], "held until heard")
         r.advance(toMs: 31_400)
         XCTAssertEqual(r.take(), ["position 0 ms", "Seeked 0 ms"], "(the neighbours are still being fetched)")
+    }
+
+    /// Issue #23 (4): Previous restarting the track soon after Next is a jump of less than a
+    /// second: announced all the same, since the user asked for it.
+    func testPreviousRestartingTheTrackSoonAfterNextIsSignalledAsSeeked() {
+        var r = Rig()
+        r.feed(.command(.next))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.advance(toMs: 10_400)
+        r.feed(.command(.previous))
+        r.feed(.event(.trackPlaybackEnded(Self.two, positionMs: 400)))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.take().filter { !$0.hasPrefix("call") && !$0.hasPrefix("art") },
+                       ["Metadata=Two", "position 0 ms", "Seeked 0 ms"])
     }
 
     func testANewTrackIsNeverASeek() {
