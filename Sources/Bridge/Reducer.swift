@@ -9,6 +9,7 @@ extension BridgeState {
     /// sequence of inputs can be replayed in a test. Total: every input has an answer.
     public mutating func reduce(_ input: Input, at m: Moment) -> [Effect] {
         var fx: [Effect] = []
+        retimeHeld(m)
         releaseDue(m, &fx)
         // Deadlines are kept on every input, not only on `.due`: a steady flow of inputs (a burst
         // of events) must not starve them.
@@ -95,8 +96,8 @@ extension BridgeState {
         var isStart = false
         if case .trackPlaybackStarted = e { isStart = true }
         let now = m.nowMs
-        let userAsked = userChangedTrackAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
-        let delay = heardDelayMs(m)
+        let userAsked = userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
+        let (delay, measured) = heardDelay(m)
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.
@@ -108,7 +109,28 @@ extension BridgeState {
         let due = max(now.adding(saturating: delay), lastDueMs)
         lastDueMs = due
         held.append(Held(dueMs: due, heldMs: due - now, event: e))
-        fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms"))
+        if !measured && estimateCheckAtMs == nil { estimateCheckAtMs = now.adding(saturating: BridgeTuning.estimateCheckMs) }
+        fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
+    }
+
+    /// Changes held by the estimate of the stream's delay are timed again, in order, once it is
+    /// measured (or once nothing is heard here: then they are due at once, as when not listening).
+    mutating func retimeHeld(_ m: Moment) {
+        guard let at = estimateCheckAtMs else { return }
+        let (delay, measured) = heardDelay(m)
+        if !measured && !held.isEmpty {
+            if at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
+            return
+        }
+        estimateCheckAtMs = nil
+        var last = 0
+        held.updateEach { h in
+            let arrived = h.dueMs.subtracting(saturating: h.heldMs)
+            h.dueMs = max(arrived.adding(saturating: delay), last)
+            h.heldMs = h.dueMs.subtracting(saturating: arrived)
+            last = h.dueMs
+        }
+        if !held.isEmpty { lastDueMs = last }
     }
 
     /// Applies the held events that are due, each at the moment it became due.

@@ -155,6 +155,37 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// What waits by the estimate is timed again by the stream's first measure: here the stream
+    /// is heard 700 ms late, sooner than estimated.
+    func testAChangeHeldByTheEstimateIsTimedAgainByTheFirstMeasure() {
+        var r = Rig(listening: false)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.streamDelayMs = 0
+        r.feed(.streamStatus(.playing, sequence: 2))
+        r.advance(toMs: 10_300)
+        XCTAssertEqual(r.title, "One")
+        r.streamDelayMs = 700  // the first measure
+        r.advance(toMs: 11_099)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 11_100)
+        XCTAssertEqual(r.title, "Two", "700 ms of stream + 400 ms of server after Mopidy's change")
+    }
+
+    /// Play here while the house is paused resumes it, and Playing is shown at once: the user's
+    /// own command, like Next, not a change from elsewhere to align with the music.
+    func testPlayResumingThePausedHouseIsShownAtOnce() {
+        var r = Rig(listening: false)
+        r.feed(.event(.trackPlaybackPaused(Self.one, positionMs: 6000)))
+        XCTAssertEqual(r.state.published.playbackStatus, .paused)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        XCTAssertEqual(r.take().filter { $0.hasPrefix("call") || $0.hasPrefix("stream") }, ["stream play", "call resume"])
+        r.feed(.event(.trackPlaybackResumed(Self.one, positionMs: 6000)))
+        XCTAssertEqual(r.state.published.playbackStatus, .playing)
+    }
+
     func testTrackChangeWhileNotListeningIsPublishedAtOnce() {
         var r = Rig(listening: false)
         r.feed(.event(.trackPlaybackStarted(Self.two)))

@@ -18,6 +18,7 @@ final class WalkInvariants {
     private var statusSinceUs: Int64 = 0
     private var lastPosition: (us: Int64, positionUs: Int64, trackID: String, status: String, signals: Int)? = nil
     private(set) var slowestGetAllUs: Int64 = 0
+    private var lastSinkRemovalChecked: Int64 = 0
     private(set) var checks = 0
     /// How long a Get may lead its PropertiesChanged on a busy machine.
     static let signalLagS = 3.0
@@ -108,6 +109,11 @@ final class WalkInvariants {
         if status != "Playing", let loud = heardTone(fromUs: max(statusSinceUs + 500_000, now - 1_500_000), toUs: monotonicUs()) {
             return "\(status) for \((monotonicUs() - statusSinceUs) / 1000) ms, yet the music plays (\(loud))"
         }
+        // (f) The output lost with `pause`: at most the other output's first block (2 × 10 ms).
+        if world.sinkRemovedUs > lastSinkRemovalChecked, world.onOutputLost == "pause" {
+            lastSinkRemovalChecked = world.sinkRemovedUs
+            if let r = recorders.dropFirst().first, let broke = leakAfterUnload(r, fromUs: world.sinkRemovedUs) { return broke }
+        }
         // (d) The position moves as its last signal predicts, jumps only with Seeked.
         if let broke = try checkPosition(answer) { return broke }
         guard calm else { return nil }
@@ -187,10 +193,28 @@ final class WalkInvariants {
         let off = p - expected
         // A resync after a reconnect may correct drift by less than a second without Seeked.
         let resynced = world.lastResyncCauseUs > last.us - 1_000_000
-        if abs(off) > 1_000_000 || (off < -300_000 && !resynced && world.lastJumpAskedUs > last.us) {
+        if abs(off) > 1_000_000 || (off < -200_000 && !resynced && world.lastJumpAskedUs > last.us) {
             return "Position \(p / 1000) ms where \(expected / 1000) ms was predicted (\(off / 1000) ms) with no Seeked"
         }
         return nil
+    }
+
+    /// The rig's sink (where PulseAudio moves the stream) in the second after the unload: more
+    /// than two 10 ms windows of music is more than the block played before the pause landed.
+    private func leakAfterUnload(_ r: Recorder, fromUs: Int64) -> String? {
+        _ = waitUntil(3) { r.index(atTime: fromUs + 1_000_000) < r.count }
+        var loud: [Int64] = []
+        var i = r.index(atTime: fromUs - 500_000)
+        let end = r.index(atTime: fromUs + 1_000_000)
+        while i + 441 <= end {
+            let t = r.time(ofSample: i)
+            if t >= fromUs, r.rms(r.window(i, 441)) >= 0.001 {
+                let w = r.window(i, Recorder.rate / 50)
+                if Tone.dominant(w, rate: Recorder.rate, candidates: tones) != nil { loud.append((t - fromUs) / 1000) }
+            }
+            i += 441
+        }
+        return loud.count > 2 ? "output lost with pause: \(loud.count) × 10 ms of music on the other output (at \(loud) ms)" : nil
     }
 
     static func lengthUs(_ metadata: DBusValue?) -> Int64? {

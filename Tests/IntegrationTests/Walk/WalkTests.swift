@@ -9,14 +9,14 @@ import XCTest
 /// step. Each walk starts a fresh bridge on a sink of its own, paused, with its configuration in
 /// a file (for `reload` steps) and logind/NetworkManager on the rig's system bus.
 ///
-/// - `testRandomWalks`: new seeds each run for `GROOVE_WALK_SECONDS` (default 50 s per sound
+/// - `randomWalks`: new seeds each run for `GROOVE_WALK_SECONDS` (default 50 s per sound
 ///   server); `GROOVE_WALK_SEED` replays one. A failing walk is printed with its seed, then shrunk
 ///   (for up to `GROOVE_WALK_SHRINK_SECONDS`) to the shortest that still fails, which is printed
 ///   and written to /tmp to be kept in `Walks/`.
-/// - `testKeptWalks`: every walk in `Walks/` (each once found failing, or written to show a
+/// - `keptWalks`: every walk in `Walks/` (each once found failing, or written to show a
 ///   fixed fault) must pass.
 /// `scripts/walk --minutes N` runs long walks by hand.
-class WalkTests: DaemonTestCase {
+class WalkTestCase: DaemonTestCase {
     var system: FakeSystemBus!
     var walkSink: String { "groove_walk_\(getpid())" }
     var configFile: URL { configDir.appendingPathComponent("config") }
@@ -95,10 +95,15 @@ class WalkTests: DaemonTestCase {
                 invariants.recorders.append(r)
             }
             usleep(300_000)
-            do {
-                if let why = try invariants.check() { return Failure(step: i, why: why) }
-            } catch let e as Rig.RigError {
-                return Failure(step: i, why: e.message)
+            var why: String? = nil
+            do { why = try invariants.check() } catch let e as Rig.RigError { why = e.message }
+            if let why {
+                if verbose || Self.environment["GROOVE_WALK_LOG"] != nil {
+                    let signals = watcher.all.map { "  \($0.us / 1000) \($0.member) \($0.args.dropFirst().first.map { "\($0)" } ?? "")" }
+                    print("walk: signals:\n" + signals.suffix(30).joined(separator: "\n"))
+                    print("walk: the bridge's log:\n" + daemonLog().split(separator: "\n").suffix(40).joined(separator: "\n"))
+                }
+                return Failure(step: i, why: why)
             }
         }
         return nil
@@ -139,7 +144,7 @@ class WalkTests: DaemonTestCase {
         print("walk: shortest failing walk (\(short.count) steps), kept in \(file):\n" + text)
     }
 
-    func testRandomWalks() throws {
+    func randomWalks() throws {
         let budget = Double(Self.environment["GROOVE_WALK_SECONDS"] ?? "") ?? 50
         let end = monotonicUs() + Int64(budget * 1_000_000)
         var seeds: [UInt64] = []
@@ -165,7 +170,7 @@ class WalkTests: DaemonTestCase {
         XCTAssertGreaterThan(steps, 0)
     }
 
-    func testKeptWalks() throws {
+    func keptWalks() throws {
         let dir = Rig.projectRoot.appendingPathComponent("Tests/IntegrationTests/Walks")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".walk") }.sorted()
         XCTAssertFalse(files.isEmpty, "no kept walks in \(dir.path)")
@@ -181,8 +186,16 @@ class WalkTests: DaemonTestCase {
     }
 }
 
-final class PipeWireWalkTests: WalkTests {
+final class WalkTests: WalkTestCase {
+    func testRandomWalks() throws { try randomWalks() }
+    func testKeptWalks() throws { try keptWalks() }
+}
+
+final class PipeWireWalkTests: WalkTestCase {
     override class var soundKind: String { "pipewire" }
+
+    func testRandomWalks() throws { try randomWalks() }
+    func testKeptWalks() throws { try keptWalks() }
 }
 
 extension WalkWorldState {

@@ -28,6 +28,9 @@ final class WalkWorld {
     private(set) var lastJumpAskedUs: Int64 = 0
     /// When a resync could correct the position a little without Seeked (a reconnect of events).
     private(set) var lastResyncCauseUs: Int64 = 0
+    /// When the bridge's sink was last unloaded, and what `on_output_lost` said then.
+    private(set) var sinkRemovedUs: Int64 = 0
+    private(set) var onOutputLost = "pause"
 
     init(rig: Rig, sound: Rig.Sound, client: DBusConnection, system: FakeSystemBus, walkSink: String,
          configFile: URL, daemonPid: @escaping () -> pid_t) throws {
@@ -116,6 +119,7 @@ final class WalkWorld {
             state.sinkLoaded = false
             state.defaultIsWalk = false
             lastDisturbanceUs = now
+            sinkRemovedUs = monotonicUs()
             _ = try pactl("unload-module", m)
         case .sinkAdd:
             guard module == nil else { return }
@@ -176,6 +180,7 @@ final class WalkWorld {
             system.networkState(70)
         case .reload(let d, let lost):
             try writeConfig(serverDelayMs: d, onOutputLost: lost)
+            onOutputLost = lost
             kill(daemonPid(), SIGHUP)
             lastDisturbanceUs = now
         case .wait(let ms):
@@ -205,6 +210,7 @@ final class WalkWorld {
         _ = try rig.rpc("core.tracklist.set_single", ["value": false])
         _ = try rig.rpc("core.playback.play")
         try writeConfig(serverDelayMs: 400, onOutputLost: "pause")
+        onOutputLost = "pause"
     }
 
     /// The walk's sink goes for good (end of the test).
