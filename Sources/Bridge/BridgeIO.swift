@@ -84,6 +84,14 @@ public enum MopidyCall: Equatable, Sendable {
 
     enum Latest: Hashable, Sendable { case volume, seek }
 
+    /// Moves Mopidy to another entry of its tracklist.
+    var changesTrack: Bool {
+        switch self {
+        case .next, .previous, .goTo: return true
+        default: return false
+        }
+    }
+
     /// For log lines.
     var name: String {
         switch self {

@@ -271,6 +271,9 @@ extension BridgeState {
             answered(.activatePlaylist(uri: uri), &fx)
         case .done(let c):
             answered(c, &fx)
+            // Mopidy moves to another track without an event while it does not play (its
+            // `_change` for a stopped or paused house): fetch what it has now.
+            if c.changesTrack, server.state != .playing, eventsConnected, !syncing { resync(&fx) }
         case .failed(let call, let reason):
             answered(call, &fx)
             lastError = reason

@@ -186,6 +186,19 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.state.published.playbackStatus, .playing)
     }
 
+    /// Mopidy's next/previous while it does not play changes its track without an event: once
+    /// the call is answered, its state is fetched.
+    func testNextWhileTheHouseIsStoppedFetchesWhatItHasNow() {
+        var r = Rig(listening: false)
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        _ = r.take()
+        r.feed(.command(.next))
+        r.feed(.reply(.done(.next)))
+        XCTAssertEqual(r.take(), ["call next", "call resync"])
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .stopped, positionMs: 0, volume: 50))
+        XCTAssertEqual(r.title, "Two")
+    }
+
     func testTrackChangeWhileNotListeningIsPublishedAtOnce() {
         var r = Rig(listening: false)
         r.feed(.event(.trackPlaybackStarted(Self.two)))

@@ -236,7 +236,7 @@ final class WalkInvariants {
             let house = (tl?["tlid"] as? Int).map { "/io/github/groovebridge/Track/\($0)" } ?? "none"
             let shown = Self.tlid(signalled["Metadata"])
             why = "Volume \(volume) where the house has \(wanted) (muted: \(muted)); track \(shown) where the house plays \(house)"
-            return abs(volume - wanted) < 0.011 && shown == house
+            return abs(volume - wanted) < 0.011 && (shown == house || world.houseTrackUnknown)
         }
         return ok ? nil : why
     }

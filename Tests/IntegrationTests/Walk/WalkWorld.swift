@@ -31,6 +31,9 @@ final class WalkWorld {
     /// When the bridge's sink was last unloaded, and what `on_output_lost` said then.
     private(set) var sinkRemovedUs: Int64 = 0
     private(set) var onOutputLost = "pause"
+    /// Another client moved the house to another track while it did not play: Mopidy says so to
+    /// no one (no event), so nobody can show it until the house plays again.
+    private(set) var houseTrackUnknown = false
 
     init(rig: Rig, sound: Rig.Sound, client: DBusConnection, system: FakeSystemBus, walkSink: String,
          configFile: URL, daemonPid: @escaping () -> pid_t) throws {
@@ -89,7 +92,10 @@ final class WalkWorld {
         case .mpris(let m):
             if ["Next", "Previous"].contains(m) { lastUserTrackChangeUs = now }
             if m == "Previous" { lastJumpAskedUs = now }
-            if m == "Play" || m == "PlayPause" { state.asleep = false }
+            if m == "Play" || m == "PlayPause" {
+                state.asleep = false
+                houseTrackUnknown = false
+            }
             try? player(m)
         case .seek(let ms):
             lastJumpAskedUs = now
@@ -104,7 +110,11 @@ final class WalkWorld {
         case .shuffle(let on): try? set("Shuffle", .bool(on))
         case .loop(let s): try? set("LoopStatus", .string(s))
         case .house(let m):
-            if ["next", "previous"].contains(m) { lastJumpAskedUs = now }
+            if ["next", "previous"].contains(m) {
+                lastJumpAskedUs = now
+                if (try? rig.rpc("core.playback.get_state")) as? String != "playing" { houseTrackUnknown = true }
+            }
+            if ["play", "resume"].contains(m) { houseTrackUnknown = false }
             _ = try? rig.rpc("core.playback.\(m)")
         case .houseSeek(let ms):
             lastJumpAskedUs = now
@@ -147,6 +157,7 @@ final class WalkWorld {
             guard state.down.contains(s) else { return }
             _ = try rig.start(s)
             if s == "icecast" { _ = try? rig.waitLive() }
+            if s == "mopidy" { houseTrackUnknown = false }
             state.down.remove(s)
             lastDisturbanceUs = monotonicUs()
             lastResyncCauseUs = lastDisturbanceUs
@@ -209,6 +220,7 @@ final class WalkWorld {
         _ = try rig.rpc("core.tracklist.set_random", ["value": false])
         _ = try rig.rpc("core.tracklist.set_single", ["value": false])
         _ = try rig.rpc("core.playback.play")
+        houseTrackUnknown = false
         try writeConfig(serverDelayMs: 400, onOutputLost: "pause")
         onOutputLost = "pause"
     }
