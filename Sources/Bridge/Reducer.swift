@@ -157,7 +157,8 @@ extension BridgeState {
             anchorPosition(0, m)
             // The same entry started again (Previous restarting it, a repeated single track) is
             // a jump to its start, announced whatever its size.
-            if before != tl.tlid { trackChanged(m) } else { seekedEvent = true }
+            trackChanged(m)
+            if before == tl.tlid { seekedEvent = true }
             fx.append(.log(.info, "now playing: \(describe(tl.track))"))
             // setCurrent keeps the cover only for the same entry of the tracklist.
             if server.artURL == nil { fx.append(.fetchArt(tl.track)) }
@@ -220,7 +221,8 @@ extension BridgeState {
         alignedDelayMs = delay
     }
 
-    /// Another track is current: a position shown while nothing is heard starts again at 0.
+    /// Another track is current, or the same from its start: a position shown while nothing is
+    /// heard starts again at 0.
     mutating func trackChanged(_ m: Moment) {
         if server.frozen != nil { server.frozen = .init(positionMs: 0, sinceUs: m.nowUs) }
     }

@@ -419,6 +419,21 @@ final class ReducerTests: XCTestCase {
                        ["Metadata=Two", "position 0 ms", "Seeked 0 ms"])
     }
 
+    /// The same restart while the stream is still on its way (Play, then Next and Previous at
+    /// once): the shown position starts again at 0 too, announced.
+    func testPreviousRestartingTheTrackWhileTheStreamConnectsIsSignalledAsSeeked() {
+        var r = Rig(listening: false)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        r.feed(.command(.next))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.advance(toMs: 10_500)
+        _ = r.take()
+        r.feed(.command(.previous))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.take().filter { !$0.hasPrefix("call") && !$0.hasPrefix("art") }, ["position 0 ms", "Seeked 0 ms"])
+    }
+
     func testANewTrackIsNeverASeek() {
         var r = Rig(listening: false)
         r.advance(toMs: 20_000)

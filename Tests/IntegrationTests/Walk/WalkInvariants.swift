@@ -192,8 +192,11 @@ final class WalkInvariants {
         if expected > length - 2_000_000 { return nil }
         let off = p - expected
         // A resync after a reconnect may correct drift by less than a second without Seeked.
+        // A jump asked for while the music was heard (not on its way: listening starts where the
+        // stream joins, a correction of less than a second) must be announced whatever its size.
         let resynced = world.lastResyncCauseUs > last.us - 1_000_000
-        if abs(off) > 1_000_000 || (off < -200_000 && !resynced && world.lastJumpAskedUs > last.us) {
+        let heard = status == "Playing" && last.us - statusSinceUs > 3_000_000
+        if abs(off) > 1_000_000 || (off < -200_000 && !resynced && heard && world.lastJumpAskedUs > last.us) {
             return "Position \(p / 1000) ms where \(expected / 1000) ms was predicted (\(off / 1000) ms) with no Seeked"
         }
         return nil
