@@ -185,6 +185,70 @@ final class SandboxedPipeWireTests: SandboxedRunTestCase {
     func testAWholeListeningRunInsideTheUnitsSandbox() throws { try listeningRun() }
 }
 
+/// Raise from inside the sandbox with no portal on the bus: through systemd-run (a stand-in that
+/// records its arguments, beside the socket a user manager listens on); with neither, no Raise.
+final class SandboxedRaiseWithoutPortalTests: DaemonTestCase {
+    let denials = FileManager.default.temporaryDirectory.appendingPathComponent("groove-sandbox-raise-\(getpid())")
+    var tools: URL { configDir.appendingPathComponent("bin") }
+    var runtime: URL { configDir.appendingPathComponent("runtime") }
+    override var launcher: [String] { Sandbox.prefix(denials: denials) }
+
+    override var daemonEnvironment: [String: String] {
+        var env = super.daemonEnvironment
+        env["PATH"] = tools.path + ":" + (env["PATH"] ?? "/usr/bin:/bin")
+        env["XDG_RUNTIME_DIR"] = runtime.path
+        return env
+    }
+
+    override func setUpWithError() throws {
+        try Sandbox.require()
+        try? FileManager.default.removeItem(at: denials)
+        try FileManager.default.createDirectory(at: tools, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: runtime.appendingPathComponent("systemd"), withIntermediateDirectories: true)
+        let bound = try runCommand(["/usr/bin/python3", "-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+                                    runtime.appendingPathComponent("systemd/private").path], timeout: 10)
+        XCTAssertEqual(bound.status, 0, bound.err)
+        try "#!/bin/sh\necho \"$@\" >> \(configDir.path)/systemd-run.args\n".write(
+            to: tools.appendingPathComponent("systemd-run"), atomically: true, encoding: .utf8)
+        chmod(tools.appendingPathComponent("systemd-run").path, 0o755)
+        try super.setUpWithError()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        let refused = Sandbox.denied(denials)
+        XCTAssertEqual(refused, "", "calls the unit's system-call filter refused:\n\(refused)")
+        try? FileManager.default.removeItem(at: denials)
+    }
+
+    func canRaise() throws -> DBusValue? {
+        try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath, interface: MPRISInterface.properties,
+                        member: "Get", args: [.string(MPRISInterface.root), .string("CanRaise")]).first
+    }
+
+    func testRaiseGoesThroughSystemdRunAndWithNeitherThereIsNone() throws {
+        let logged = ScreenReader(log.fileHandleForReading)
+        Sandbox.assertConfined(daemon.processIdentifier)
+        XCTAssertNil(client.owner(of: FakePortal.name), "a portal on the rig's bus")
+        XCTAssertEqual(try canRaise(), .variant(.bool(true)))
+        _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
+                            interface: MPRISInterface.root, member: "Raise")
+        XCTAssertTrue(logged.wait(for: "raise: opened", timeout: 10), logged.text)
+        XCTAssertTrue(logged.text.contains("through systemd-run --user (xdg-open in a unit of its own)"), logged.text)
+        let args = try String(contentsOf: configDir.appendingPathComponent("systemd-run.args"), encoding: .utf8)
+        XCTAssertTrue(args.hasPrefix("--user --collect --quiet xdg-open http://127.0.0.1:"), args)
+        XCTAssertEqual(args.split(separator: "\n").count, 1, args)
+
+        stopDaemon()
+        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        var env = daemonEnvironment
+        env.removeValue(forKey: "XDG_RUNTIME_DIR")
+        try startDaemon(environment: env)
+        XCTAssertTrue(waitUntil(10) { client.owner(of: MPRISService.busName) != nil })
+        XCTAssertEqual(try canRaise(), .variant(.bool(false)), "CanRaise with no portal and no user manager")
+    }
+}
+
 /// The password from inside the sandbox: the keyring over D-Bus, and `password_command` with
 /// secret-tool and with pass (gpg, its agent started beforehand as a desktop session has it).
 final class SandboxedPasswordTests: KeyringTestCase {
