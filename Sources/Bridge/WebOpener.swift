@@ -64,7 +64,8 @@ public enum WebOpener {
                 case let why?: failures.append("\(describe(way)): \(why)")
                 }
             }
-            Log.warning("raise: could not open \(url): " + (failures.isEmpty ? "no portal and no user service manager" : failures.joined(separator: "; ")))
+            let why = failures.isEmpty ? "no portal and no user service manager" : failures.joined(separator: "; ")
+            Log.warning("raise: could not open \(url): \(why)")
         }
     }
 
