@@ -250,7 +250,8 @@ final class SandboxedRaiseWithoutPortalTests: DaemonTestCase {
 }
 
 /// The password from inside the sandbox: the keyring over D-Bus, and `password_command` with
-/// secret-tool and with pass (gpg, its agent started beforehand as a desktop session has it).
+/// secret-tool and with pass (gpg with its agent started beforehand, as a desktop session has
+/// it, and with none, so that gpg starts it inside).
 final class SandboxedPasswordTests: KeyringTestCase {
     let denials = FileManager.default.temporaryDirectory.appendingPathComponent("groove-sandbox-pw-denials-\(getpid())")
 
@@ -320,6 +321,12 @@ final class SandboxedPasswordTests: KeyringTestCase {
         try startSandboxed(rigURLs + ["--password-command", "pass show groove"],
                            env: ["GNUPGHOME": gnupg.path, "PASSWORD_STORE_DIR": store.path])
         assertPlays(from: "password_command", "pass")
+
+        // No agent running: gpg starts one from inside, under the same filter.
+        XCTAssertEqual(try runCommand(["gpgconf", "--kill", "gpg-agent"], env: env, timeout: 10).status, 0)
+        try startSandboxed(rigURLs + ["--password-command", "pass show groove"],
+                           env: ["GNUPGHOME": gnupg.path, "PASSWORD_STORE_DIR": store.path])
+        assertPlays(from: "password_command", "pass, its agent started inside")
     }
 }
 
