@@ -135,8 +135,9 @@ class SandboxedRunTestCase: SystemBusTestCase {
         XCTAssertTrue(logged.wait(for: "raise: opened \(webBase)/ through the desktop portal", timeout: 5),
                       logged.text)
 
-        // A reload.
-        kill(daemon.processIdentifier, SIGHUP)
+        // A reload, as the unit's ExecReload= makes it: /bin/kill, under the same restrictions.
+        let reload = try runCommand(launcher + ["/bin/kill", "-HUP", "\(daemon.processIdentifier)"], timeout: 10)
+        XCTAssertEqual(reload.status, 0, reload.err)
         XCTAssertTrue(logged.wait(for: "configuration reloaded", timeout: 5), logged.text)
         XCTAssertTrue(try music(within: 10), "no music after the reload: \(status())")
 
