@@ -49,7 +49,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         client = MopidyClient(endpoints: layouts[0])
         art = ArtCache(directory: artDirectory)
         self.onQuit = onQuit
-        state = BridgeState(config: config, canRaise: Bridge.browser != nil)
+        state = BridgeState(config: config, canRaise: !webOpeners.isEmpty)
         latest = Mutex(state)
         stream = state.streamConfig.map { StreamPlayer(config: $0, delegate: nil) }
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
@@ -136,8 +136,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
                 self?.loop.submit(.probed(route, answered: answered, detail: detail), whenFull: .always)
             }
         case .openWebInterface:
-            guard let opener = Bridge.browser else { return }
-            spawnDetached([opener, client.endpoints.httpBase + "/"])
+            WebOpener.open(client.endpoints.httpBase + "/", ways: webOpeners)
         case .quit: onQuit()
         case .log(let level, let text): Log.write(level, text)
         case .signal(let iface, let member, let args): service?.emit(iface, member, args)
@@ -146,7 +145,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         }
     }
 
-    static let browser: String? = findExecutable("xdg-open")
+    /// How Raise opens the web interface from outside the bridge's sandbox (`WebOpener`).
+    private let webOpeners = WebOpener.ways()
 
     /// The moment as the reducer is told it: the clock, and the stream's measured delay.
     private var now: Moment { Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0) }

@@ -50,10 +50,15 @@ class DaemonTestCase: XCTestCase {
          "--stream-url", rig.info.stream_url, "--sink", rig.info.sink, "--autoplay"]
     }
 
+    /// What the daemon is started through, ahead of its own path (a sandbox, in SandboxTests);
+    /// it must exec the daemon in place, so that the pid and signals are the daemon's.
+    var launcher: [String] { [] }
+
     func startDaemon(_ extra: [String] = [], environment: [String: String]? = nil) throws {
         let p = Process()
-        p.executableURL = DaemonTestCase.binary
-        p.arguments = defaultArguments + extra
+        let argv = launcher + [DaemonTestCase.binary.path] + defaultArguments + extra
+        p.executableURL = URL(fileURLWithPath: argv[0])
+        p.arguments = Array(argv.dropFirst())
         p.environment = environment ?? daemonEnvironment
         log = Pipe()
         p.standardError = log
