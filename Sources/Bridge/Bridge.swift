@@ -2,6 +2,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import Support
 import Synchronization
 
@@ -157,7 +158,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         rpc.submit { [weak self] in
             guard let self else { return }
             let reply: Reply
-            do throws(MopidyError) { reply = try execute(c) } catch { reply = .failed(c, reason: error.description) }
+            do throws(MopidyError) { reply = try execute(c) } catch { reply = .failed(c, reason: error.reason) }
             loop.submit(.reply(reply), whenFull: .wait)
         }
     }
@@ -272,7 +273,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Waits while the loop is full: the socket is then not read, and the server waits too.
     public func eventStreamReceived(_ event: MopidyEvent) { loop.submit(.event(event), whenFull: .wait) }
 
-    public func eventStreamDisconnected(reason: String, retryInMs: Int) {
+    public func eventStreamDisconnected(reason: FailureReason, retryInMs: Int) {
         loop.submit(.eventsDisconnected(reason: reason), whenFull: .wait)
     }
 

@@ -2,6 +2,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import Support
 
 // What goes into the reducer and what comes out of it.
@@ -25,7 +26,8 @@ public struct Moment: Sendable, Equatable {
 public enum Input: Sendable {
     /// Mopidy's event socket is up: fetch the whole state (events missed meanwhile are lost).
     case eventsConnected
-    case eventsDisconnected(reason: String)
+    /// `reason.kind` says whether the handshake was refused (the password).
+    case eventsDisconnected(reason: FailureReason)
     case event(MopidyEvent)
     /// The answer to one of the bridge's own Mopidy calls.
     case reply(Reply)
@@ -119,7 +121,8 @@ public enum Reply: Sendable {
     /// A playlist replaced the tracklist with these tracks.
     case activated(uri: String, tlids: [Int])
     case done(MopidyCall)
-    case failed(MopidyCall, reason: String)
+    /// `reason.kind` says whether the password was refused.
+    case failed(MopidyCall, reason: FailureReason)
 }
 
 /// Mopidy's whole state, fetched after every (re)connect.

@@ -222,7 +222,8 @@ extension StreamStatus {
     /// Why the last connection failed, between attempts.
     var retryReason: String? {
         switch self {
-        case .reconnecting(_, let reason), .failed(let reason, _): return reason
+        case .reconnecting(_, let reason): return reason
+        case .failed(let reason, _): return reason.message
         default: return nil
         }
     }

@@ -30,7 +30,7 @@ extension BridgeState {
             if server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
         case .eventsDisconnected(let reason):
             eventsConnected = false
-            lastError = reason
+            lastError = reason.message
             eventReconnects = eventReconnects.adding(saturating: 1)
             resyncAtMs = nil
             endSync(m, &fx)
@@ -246,7 +246,7 @@ extension BridgeState {
             answered(c, &fx)
         case .failed(let call, let reason):
             answered(call, &fx)
-            lastError = reason
+            lastError = reason.message
             fx.append(.log(.warning, "\(call.name): \(reason)"))
             switch call {
             case .resync(let generation):

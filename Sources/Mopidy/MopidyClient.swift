@@ -21,6 +21,13 @@ public enum MopidyError: Error, CustomStringConvertible, Sendable {
         case .rpc(let url, let m, let code, let msg): return "Mopidy at \(url) refused \(m): \(msg) (\(code))"
         }
     }
+
+    /// The kind a decision reads (a proxy in front of Mopidy refusing the password answers 401
+    /// or 403), with the words above.
+    public var reason: FailureReason {
+        if case .httpStatus(_, let status, _) = self { return FailureReason(.init(httpStatus: status), description) }
+        return FailureReason(description)
+    }
 }
 
 /// Where a Mopidy server answers: JSON-RPC over HTTP and events over WebSocket.

@@ -5,6 +5,7 @@ import Mopidy
 import MPRIS
 import Support
 import Synchronization
+import Net
 import XCTest
 
 // The audio tests, on each sound server desktops run: PulseAudio (the rig's own; StreamPlayerTests
@@ -100,7 +101,7 @@ final class TimedEvents: MopidyEventStreamDelegate {
     let list = Mutex<[(us: Int64, event: MopidyEvent)]>([])
     func eventStreamConnected(url: String) {}
     func eventStreamReceived(_ event: MopidyEvent) { list.withLock { $0.append((monotonicUs(), event)) } }
-    func eventStreamDisconnected(reason: String, retryInMs: Int) {}
+    func eventStreamDisconnected(reason: FailureReason, retryInMs: Int) {}
 }
 
 extension DaemonTestCase {

@@ -2,6 +2,7 @@ import Audio
 import Foundation
 import Support
 import Synchronization
+import Net
 import XCTest
 
 final class StatusLog: StreamPlayerDelegate {
@@ -33,7 +34,9 @@ final class StreamPlayerTests: StreamAudioTestCase {
         let p = player(rig.info.stream_url, password: "wrong-\(UUID().uuidString.prefix(8))", log: log)
         p.play()
         XCTAssertTrue(waitUntil(5) { if case .failed = p.currentStatus { return true }; return false })
-        guard case .failed(let reason, let retry) = p.currentStatus else { return XCTFail("\(p.currentStatus)") }
+        guard case .failed(let failure, let retry) = p.currentStatus else { return XCTFail("\(p.currentStatus)") }
+        XCTAssertEqual(failure.kind, .unauthorized(httpStatus: 401), "the kind that asks the user to sign in again")
+        let reason = failure.message
         XCTAssertTrue(reason.contains("refused the password for user 'listener'"), reason)
         XCTAssertTrue(reason.contains("HTTP 401"), reason)
         XCTAssertFalse(reason.contains("wrong-"), "password in the message")

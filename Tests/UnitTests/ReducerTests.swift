@@ -3,6 +3,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import XCTest
 
 /// The reducer alone: sequences of inputs at given times → what is published, signalled and
@@ -214,7 +215,7 @@ final class ReducerTests: XCTestCase {
 
     func testServerGoingAwayAndComingBack() {
         var r = Rig(listening: false)
-        r.feed(.eventsDisconnected(reason: "Mopidy at x is unreachable"))
+        r.feed(.eventsDisconnected(reason: FailureReason("Mopidy at x is unreachable")))
         XCTAssertEqual(r.take(), ["PlaybackStatus=Stopped Metadata= CanGoNext=false CanGoPrevious=false CanSeek=false CanEditTracks=false"])
         r.feed(.command(.next))
         XCTAssertEqual(r.take(), ["log next: Mopidy is not connected; ignored"])
@@ -235,7 +236,7 @@ final class ReducerTests: XCTestCase {
         var r = Rig(listening: false)
         r.feed(.eventsConnected)
         _ = r.take()
-        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: "HTTP 502")))
+        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: FailureReason("HTTP 502"))))
         XCTAssertEqual(r.take(), ["log resync: HTTP 502"])
         r.advance(toMs: 12_000)
         XCTAssertEqual(r.take(), ["call resync"])
@@ -443,7 +444,7 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["call setVolume(10)"])
         r.feed(.reply(.done(.setVolume(10))))
         XCTAssertEqual(r.take(), ["call setVolume(50)"], "only the newest of those that waited")
-        r.feed(.reply(.failed(.setVolume(50), reason: "timeout")))
+        r.feed(.reply(.failed(.setVolume(50), reason: FailureReason("timeout"))))
         r.feed(.command(.setVolume(0.6)))
         XCTAssertEqual(r.take(), ["log volume: timeout", "call setVolume(60)"])
     }
@@ -470,7 +471,7 @@ final class ReducerTests: XCTestCase {
         old.generation = first
         r.feed(.reply(.synced(old)))
         XCTAssertEqual(r.title, "One", "an older fetch's answer was applied")
-        r.feed(.eventsDisconnected(reason: "gone"))
+        r.feed(.eventsDisconnected(reason: FailureReason("gone")))
         var late = old
         late.generation = r.state.resyncGeneration
         r.feed(.reply(.synced(late)))

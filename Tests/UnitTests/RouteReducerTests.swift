@@ -1,6 +1,7 @@
 import Audio
 @testable import Bridge
 import Mopidy
+import Net
 import XCTest
 
 /// Home network first, remote second: the route decided by the reducer from failures and probe
@@ -14,7 +15,7 @@ final class RouteReducerTests: XCTestCase {
 
     /// Home's front end stops at t = 10 s: the events socket drops and the stream retries.
     func homeGone(_ r: inout Rig) {
-        r.feed(.eventsDisconnected(reason: "ws://127.0.0.1:1/mopidy/ws: closed by server"))
+        r.feed(.eventsDisconnected(reason: FailureReason("ws://127.0.0.1:1/mopidy/ws: closed by server")))
         r.feed(.streamStatus(.reconnecting(inMs: 250, reason: "http://127.0.0.1:1/stream.flac ended the stream"), sequence: 2))
         _ = r.take()
     }
