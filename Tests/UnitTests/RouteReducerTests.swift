@@ -58,6 +58,30 @@ final class RouteReducerTests: XCTestCase {
         XCTAssertEqual(r.state.server.current?.track.name, "One", "the state stays")
     }
 
+    /// The failing time and what follows from it are one value: each step of a failure and its
+    /// end leaves exactly one thing due, and nothing of it outlives the failure.
+    func testWhatIsDueFollowsTheFailureAndEndsWithIt() {
+        var r = atHome()
+        XCTAssertEqual(r.state.link.due, .nothing)
+        homeGone(&r)
+        XCTAssertEqual(r.state.link.due, .failing(sinceMs: 10_000, probeAtMs: 13_500))
+        XCTAssertEqual(r.state.nextDeadlineMs, 13_500)
+        r.advance(toMs: 13_500)
+        XCTAssertEqual(r.state.link.due, .failing(sinceMs: 10_000, probeAtMs: nil), "the probe is under way")
+        r.feed(.probed(.remote, answered: true, detail: ""))
+        XCTAssertEqual(r.state.link.due, .switchOver(sinceMs: 10_000, atMs: 15_000))
+        XCTAssertEqual(r.state.nextDeadlineMs, 15_000)
+        // Home is back before the switch: nothing is due at home any more.
+        r.feed(.eventsConnected)
+        r.feed(.streamStatus(.playing, sequence: 3))
+        XCTAssertEqual(r.state.link.due, .nothing)
+        // Asleep in the middle of a failure: the failure is forgotten with everything it scheduled.
+        r.feed(.eventsDisconnected(reason: FailureReason("closed")))
+        XCTAssertEqual(r.state.link.due.failingSinceMs, r.nowMs)
+        r.feed(.sleeping(true))
+        XCTAssertEqual(r.state.link.due, .nothing)
+    }
+
     /// The server itself is down (a restart): remote does not answer either, so the bridge stays
     /// home and asks again every 30 s, a request, not a loop.
     func testServerDownEverywhereStaysHome() {
@@ -122,7 +146,7 @@ final class RouteReducerTests: XCTestCase {
         XCTAssertEqual(r.state.link.route, .home)
         XCTAssertEqual(r.state.link.routeReason, "home answers again (at a track change)")
         XCTAssertEqual(r.state.streamConfig?.url, "http://127.0.0.1:1/stream.flac")
-        XCTAssertNil(r.state.link.probeAtMs, "at home nothing is probed")
+        XCTAssertEqual(r.state.link.due, .nothing, "at home nothing is probed")
     }
 
     func testOnRemoteHomeIsTakenAtOnceWhileNothingPlaysHere() {
