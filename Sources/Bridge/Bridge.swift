@@ -186,20 +186,10 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             return .tracklist(try client.tracklistAroundCurrent(count: BridgeTuning.trackListLength + 1))
         case .refreshPlaylists:
             return .playlists(try client.playlists().map { PlaylistInfo(uri: $0.uri, name: $0.name) })
-        case .addTrack(let uri, let after, let play):
-            let position = try after.flatMap { tlid throws(MopidyError) in try client.index(tlid: tlid).map { $0 + 1 } } ?? 0
-            guard let added = try client.add(uris: [uri], at: position).first else {
-                throw MopidyError.badReply(url: client.endpoints.rpcURL, reason: "Mopidy added nothing for \(uri)")
-            }
-            if play { try client.play(tlid: added.tlid) }
+        case .addTrack(let uri, let after, let play): try client.addTrack(uri: uri, afterTlid: after, play: play)
         case .removeTrack(let tlid): try client.remove(tlid: tlid)
         case .goTo(let tlid): try client.play(tlid: tlid)
-        case .activatePlaylist(let uri):
-            let items = try client.playlistItems(uri: uri)
-            try client.clearTracklist()
-            let added = try client.add(uris: items, at: nil)
-            if let first = added.first { try client.play(tlid: first.tlid) }
-            return .activated(uri: uri, tlids: added.map(\.tlid))
+        case .activatePlaylist(let uri): return .activated(uri: uri, tlids: try client.activatePlaylist(uri: uri))
         case .play: try client.play()
         case .resume: try client.resume()
         case .pause: try client.pause()
@@ -212,11 +202,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             try client.setOption("repeat", status != .none)
             try client.setOption("single", status == .track)
         case .setRandom(let on): try client.setOption("random", on)
-        case .open(let uri):
-            guard let first = try client.add(uris: [uri]).first else {
-                throw MopidyError.badReply(url: client.endpoints.rpcURL, reason: "Mopidy added nothing for \(uri)")
-            }
-            try client.play(tlid: first.tlid)
+        case .open(let uri): try client.open(uri: uri)
         }
         return .done(c)
     }

@@ -204,13 +204,6 @@ public final class MopidyClient: Sendable {
         try call("core.tracklist.set_\(name)", ["value": .bool(value)])
     }
 
-    /// Adds URIs to the tracklist and returns the new tl_tracks (the first
-    /// `MopidyLimits.listElements` of them).
-    public func add(uris: [String]) throws(MopidyError) -> [TlTrack] {
-        let r = try call("core.tracklist.add", ["uris": .array(uris.map(JSON.string))])
-        return (r.array ?? []).compactMap(TlTrack.init(json:))
-    }
-
     /// Images for one URI, largest first.
     public func images(for uri: String) throws(MopidyError) -> [Image] {
         Image.list(try call("core.library.get_images", ["uris": .array([.string(uri)])]), for: uri)
