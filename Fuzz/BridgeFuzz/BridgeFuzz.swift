@@ -230,7 +230,7 @@ func run(_ bytes: [UInt8]) {
         case 3:
             sequence += c.pick([1, 1, -1])
             inputs = [.streamStatus(c.streamStatus(), sequence: sequence)]
-        case 4: inputs = [c.bool() ? .eventsConnected : .eventsDisconnected(reason: c.reason())]
+        case 4: inputs = [c.bool() ? .eventsConnected(url: c.pick(["ws://127.0.0.1:1/mopidy/ws", "ws://h:8180/ws/mopidy", c.string()])) : .eventsDisconnected(reason: c.reason())]
         case 5: inputs = [.reload(c.config())]
         case 6: inputs = [c.bool() ? .artReady(trackURI: c.string(), file: c.bool() ? nil : "file:///a.jpg")
                                    : .coverReady(trackURI: c.pick(["local:track:1", c.string()]), file: c.bool() ? nil : "file:///b.jpg")]

@@ -16,7 +16,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     public let client: MopidyClient
     /// Where Mopidy may answer on the route in use, in order of preference: one layout when the
     /// URLs are configured, Groove Audio's then plain Mopidy's from a host alone. The event
-    /// stream tries them on every (re)connect and the RPC client follows the one that answered.
+    /// stream tries them on every (re)connect and the RPC client follows the one that answered
+    /// (`.useLayout`). Set only on "bridge" (`.route`).
     public var layouts: [MopidyEndpoints] { routeLayouts.withLock { $0 } }
     private let routeLayouts: Mutex<[MopidyEndpoints]>
     /// This computer's stream; nil when no stream URL is known.
@@ -131,6 +132,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             routeLayouts.withLock { $0 = layouts }
             client.use(first)
             events?.reconnect(urls: layouts.map(\.wsURL))
+        case .useLayout(let layout): client.use(layout)
         case .probe(let route, let layouts, let stream):
             probeWorker.submit { [weak self] in
                 let (answered, detail) = RouteProbe.run(layouts, stream: stream)
@@ -245,16 +247,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         }
     }
 
-    /// On "mopidy-events".
-    public func eventStreamConnected(url: String) {
-        let layouts = self.layouts
-        if layouts.count > 1, let layout = layouts.first(where: { $0.wsURL == url }) {
-            client.use(layout)
-            let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
-            Log.info("Mopidy answers in \(which) at \(layout.rpcURL)")
-        }
-        loop.submit(.eventsConnected, whenFull: .wait)
-    }
+    /// On "mopidy-events": which layout RPC follows is decided on "bridge" (`.useLayout`).
+    public func eventStreamConnected(url: String) { loop.submit(.eventsConnected(url: url), whenFull: .wait) }
 
     /// Waits while the loop is full: the socket is then not read, and the server waits too.
     public func eventStreamReceived(_ event: MopidyEvent) { loop.submit(.event(event), whenFull: .wait) }

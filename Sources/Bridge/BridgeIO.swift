@@ -24,8 +24,9 @@ public struct Moment: Sendable, Equatable {
 
 /// Everything that changes the bridge's state, in the order the runner received it.
 public enum Input: Sendable {
-    /// Mopidy's event socket is up: fetch the whole state (events missed meanwhile are lost).
-    case eventsConnected
+    /// Mopidy's event socket is up at `url` (the wsURL of one of the route's layouts): fetch the
+    /// whole state (events missed meanwhile are lost), and call the layout that answered.
+    case eventsConnected(url: String)
     /// `reason.kind` says whether the handshake was refused (the password).
     case eventsDisconnected(reason: FailureReason)
     case event(MopidyEvent)
@@ -181,6 +182,8 @@ public enum Effect: Equatable, Sendable {
     case events(EventsCommand)
     /// Use these layouts: the events socket reconnects to them at once, the RPC client follows.
     case route(Route, layouts: [MopidyEndpoints])
+    /// The RPC client calls this layout of the route in use: the one whose events answered.
+    case useLayout(MopidyEndpoints)
     /// Does this route answer (Mopidy's RPC, and the stream when there is one)? → `.probed`.
     case probe(Route, layouts: [MopidyEndpoints], stream: StreamConfig?)
     /// The password is refused: a desktop notification asks the user to sign in again.

@@ -194,6 +194,18 @@ extension BridgeState {
         }
     }
 
+    /// Mopidy's events answered at `url`: with several layouts on the route in use (a host given
+    /// alone), RPC follows the one that answered. Decided here, on the bridge's thread, in order
+    /// with the route's switches: a socket that connected to a route just left changes nothing
+    /// (its replacement on the new route follows).
+    mutating func useLayout(answeringAt url: String, _ fx: inout [Effect]) {
+        guard let layouts = layouts(of: link.route), layouts.count > 1,
+              let layout = layouts.first(where: { $0.wsURL == url }) else { return }
+        fx.append(.useLayout(layout))
+        let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
+        fx.append(.log(.info, "Mopidy answers in \(which) at \(layout.rpcURL)"))
+    }
+
     func layouts(of r: Route) -> [MopidyEndpoints]? {
         r == .home ? config.homeLayouts : config.remoteLayouts
     }

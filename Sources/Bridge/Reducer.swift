@@ -23,8 +23,9 @@ extension BridgeState {
         routeDue(m, &fx)
         followSignIn(input, &fx)
         switch input {
-        case .eventsConnected:
+        case .eventsConnected(let url):
             eventsConnected = true
+            useLayout(answeringAt: url, &fx)
             resync(&fx)
             // The server is back: the stream need not wait for its next attempt.
             if server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }

@@ -108,7 +108,7 @@ final class LinkReducerTests: XCTestCase {
         r.feed(.streamStatus(.reconnecting(inMs: 500, reason: "refused"), sequence: 2))
         r.feed(.eventsDisconnected(reason: FailureReason("refused")))
         _ = r.take()
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         XCTAssertEqual(r.take(), ["call resync", "stream retryNow"])
     }
 

@@ -113,7 +113,7 @@ final class SignInTests: XCTestCase {
         // Mopidy refuses too in the same episode: still one; Mopidy back alone does not end it.
         r.feed(.eventsDisconnected(reason: WebSocketError.rejected(url: "ws://h/ws", httpStatus: 401,
                                                                     statusLine: "HTTP/1.1 401 Unauthorized").reason))
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         XCTAssertEqual(r.trace.filter { $0.hasPrefix("sign in") }.count, 1)
         XCTAssertNotNil(r.state.signInNeeded, "the stream still refuses")
 
@@ -143,7 +143,7 @@ final class SignInTests: XCTestCase {
         r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: refused)))
         XCTAssertEqual(r.trace.filter { $0.hasPrefix("sign in") }.count, 1, "\(r.trace)")
         XCTAssertTrue(r.trace.contains { $0.hasPrefix("log Groove Audio refused the password for listener@127.0.0.1") }, "\(r.trace)")
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         XCTAssertNil(r.state.signInNeeded)
         // Other failures are not a refusal.
         r.feed(.reply(.failed(.next, reason: MopidyError.httpStatus(url: "http://h/rpc", status: 502, snippet: "").reason)))
