@@ -17,9 +17,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Where Mopidy may answer on the route in use, in order of preference: one layout when the
     /// URLs are configured, Groove Audio's then plain Mopidy's from a host alone. The event
     /// stream tries them on every (re)connect and the RPC client follows the one that answered
-    /// (`.useLayout`). Set only on "bridge" (`.route`).
-    public var layouts: [MopidyEndpoints] { routeLayouts.withLock { $0 } }
-    private let routeLayouts: Mutex<[MopidyEndpoints]>
+    /// (`.useLayout`). The reducer keeps them (`LinkState.layouts`) and decides on "bridge".
+    public var layouts: [MopidyEndpoints] { latest.withLock { $0.link.layouts ?? [] } }
     /// This computer's stream; nil when no stream URL is known.
     public let stream: StreamPlayer?
 
@@ -47,11 +46,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     public init(config: Config, layouts: [MopidyEndpoints], artDirectory: String,
                 onQuit: @escaping @Sendable () -> Void) {
         precondition(!layouts.isEmpty, "Bridge needs at least one Mopidy layout")
-        routeLayouts = Mutex(layouts)
         client = MopidyClient(endpoints: layouts[0])
         art = ArtCache(directory: artDirectory)
         self.onQuit = onQuit
         state = BridgeState(config: config, canRaise: Bridge.browser != nil)
+        state.link.layouts = layouts
         latest = Mutex(state)
         stream = state.streamConfig.map { StreamPlayer(config: $0, delegate: nil) }
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
@@ -129,7 +128,6 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             }
         case .route(_, let layouts):
             guard let first = layouts.first else { return }
-            routeLayouts.withLock { $0 = layouts }
             client.use(first)
             events?.reconnect(urls: layouts.map(\.wsURL))
         case .useLayout(let layout): client.use(layout)

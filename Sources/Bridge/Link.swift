@@ -56,6 +56,9 @@ public struct LinkState: Sendable, Equatable {
     /// When the route was taken (monotonic ms); nil until the first input.
     public internal(set) var routeSinceMs: Int? = nil
     public internal(set) var routeReason = "the home network comes first"
+    /// Where Mopidy may answer on the route in use, in order of preference: as the runner was
+    /// given them at the start, then as each switch chose them; nil: the route's configured ones.
+    public internal(set) var layouts: [MopidyEndpoints]? = nil
     /// Since when the route in use fails, and what is due next: one value, cleared at once.
     var due = RouteDue.nothing
     /// The other route's probe under way.

@@ -187,7 +187,10 @@ extension BridgeState {
         link.probing = nil
         link.homeAnswered = false
         fx.append(.log(.info, "route: \(r.rawValue): \(why)"))
-        if let layouts = layouts(of: r) { fx.append(.route(r, layouts: layouts)) }
+        if let layouts = layouts(of: r) {
+            link.layouts = layouts
+            fx.append(.route(r, layouts: layouts))
+        }
         if let next = streamConfig(of: r), next != streamConfig {
             streamConfig = next
             fx.append(.stream(.configure(next)))
@@ -199,7 +202,7 @@ extension BridgeState {
     /// with the route's switches: a socket that connected to a route just left changes nothing
     /// (its replacement on the new route follows).
     mutating func useLayout(answeringAt url: String, _ fx: inout [Effect]) {
-        guard let layouts = layouts(of: link.route), layouts.count > 1,
+        guard let layouts = link.layouts ?? layouts(of: link.route), layouts.count > 1,
               let layout = layouts.first(where: { $0.wsURL == url }) else { return }
         fx.append(.useLayout(layout))
         let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
