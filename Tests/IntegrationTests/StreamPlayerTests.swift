@@ -41,6 +41,8 @@ final class StreamPlayerTests: StreamAudioTestCase {
         XCTAssertTrue(reason.contains("HTTP 401"), reason)
         XCTAssertFalse(reason.contains("wrong-"), "password in the message")
         XCTAssertGreaterThanOrEqual(retry, 30_000)
+        // A window, not a wait for an event: the next attempt is due in 30 s, and a retry loop
+        // would make dozens in these 3 s.
         usleep(3_000_000)
         XCTAssertEqual(p.currentFigures.reconnects, 1, "retried in a loop")
         XCTAssertNil(recorder.recentTone(ms: 1000, candidates: tones), "audio despite a wrong password")
@@ -52,7 +54,7 @@ final class StreamPlayerTests: StreamAudioTestCase {
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 6))
         try rig.stop("icecast", signal: "KILL")
         XCTAssertTrue(waitUntil(5) { if case .reconnecting = p.currentStatus { return true }; return false }, "\(p.currentStatus)")
-        usleep(1_500_000)
+        usleep(1_500_000)  // the outage's length, not a wait for an event
         try rig.start("icecast")
         let back = monotonicUs()
         let heard = recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 10)
@@ -92,7 +94,7 @@ final class StreamPlayerTests: StreamAudioTestCase {
             if case .reconnecting(_, let r) = p.currentStatus { return r.contains("no data") }
             return false
         }, "stall not detected: \(p.currentStatus)")
-        usleep(2_000_000)
+        usleep(2_000_000)  // the stall's length, not a wait for an event
         try rig.signal("icecast", "CONT")
         contd = true
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 15), "no audio after SIGCONT")
