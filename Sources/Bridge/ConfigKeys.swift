@@ -8,7 +8,7 @@ import Support
 ///
 /// `ConfigKey.all` is the one list of keys. The file parser (`Config.set`), `Config.keys`, the
 /// option lines of `--help` and `Config.description` are made from it, and a unit test holds
-/// README's configuration table to it.
+/// doc/configuration.md's key table to it.
 public struct ConfigKey: Sendable {
     /// How the command line takes a key.
     public enum Form: Sendable, Equatable {

@@ -184,7 +184,7 @@ extension DaemonTestCase {
     /// The bridge measures everything from the stream's live edge to the speaker; what happens
     /// inside the server before audio leaves Icecast (Mopidy's output, the encoder) shows in no
     /// byte of the stream and is `server_delay_ms`. On this rig it varies from run to run and
-    /// with the kind of change (measured 0.30–0.45 s), so the test does what the README tells a user
+    /// with the kind of change (measured 0.30–0.45 s), so the test does what doc/behaviour.md tells a user
     /// to do: it measures it first (a raw listener beside the bridge, three changes), sets
     /// `server_delay_ms` to that and reloads, then checks the bridge against the speaker.
     func metadataChangesWhenTheNewTrackIsHeard() throws {

@@ -162,7 +162,7 @@ final class TrackListPlaylistTests: DaemonTestCase {
         XCTAssertEqual(try playlists("Alphabetical", reverse: true).map(\.name), ["Morning", "Evening"])
         let mopidyOrder = (try rig.rpc("core.playlists.as_list") as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
         XCTAssertEqual(try playlists("User").map(\.name), mopidyOrder)
-        // By hand, as README shows.
+        // By hand, as doc/behaviour.md shows.
         let g = try runCommand(["gdbus", "call", "--session", "--dest", MPRISService.busName, "--object-path",
                                 MPRISInterface.objectPath, "--method", "org.mpris.MediaPlayer2.Playlists.GetPlaylists",
                                 "0", "10", "Alphabetical", "false"], env: rig.clientEnvironment)

@@ -4,14 +4,14 @@ import Audio
 import XCTest
 
 /// `ConfigKey.all` is the one list of configuration keys: these hold the parser, the defaults,
-/// `description` and README's table to it.
+/// `description` and the key table of doc/configuration.md to it.
 final class ConfigTableTests: XCTestCase {
-    /// README's `| key | default | meaning |` table under "## Configuration": each key (a row may
-    /// name several) with its default cell, backticks removed.
+    /// doc/configuration.md's `| key | default | meaning |` table under "## Configuration": each key
+    /// (a row may name several) with its default cell, backticks removed.
     func readmeTable() throws -> [(key: String, defaultCell: String)] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("doc/configuration.md"), encoding: .utf8)
         let section = try XCTUnwrap(readme.components(separatedBy: "\n## Configuration\n").dropFirst().first)
             .components(separatedBy: "\n## ").first ?? ""
         let lines = section.split(separator: "\n", omittingEmptySubsequences: false)
@@ -30,16 +30,16 @@ final class ConfigTableTests: XCTestCase {
         return rows
     }
 
-    func testREADMEListsExactlyTheKeysOfTheTable() throws {
+    func testTheConfigurationPageListsExactlyTheKeysOfTheTable() throws {
         let readme = try readmeTable()
         XCTAssertEqual(readme.map(\.key).sorted(), Config.keys.sorted())
-        XCTAssertEqual(Set(readme.map(\.key)).count, readme.count, "a key listed twice in README")
+        XCTAssertEqual(Set(readme.map(\.key)).count, readme.count, "a key listed twice in doc/configuration.md")
     }
 
-    func testREADMEDefaultsBeginWithTheTablesDefault() throws {
+    func testTheConfigurationPagesDefaultsBeginWithTheTablesDefault() throws {
         for (key, cell) in try readmeTable() {
             guard let k = ConfigKey.named(key) else { continue }  // the test above names it
-            XCTAssertTrue(cell.hasPrefix(k.defaultShown), "\(key): README says '\(cell)', the table '\(k.defaultShown)'")
+            XCTAssertTrue(cell.hasPrefix(k.defaultShown), "\(key): doc/configuration.md says '\(cell)', the table '\(k.defaultShown)'")
         }
     }
 
