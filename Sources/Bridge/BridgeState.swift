@@ -127,7 +127,7 @@ public struct BridgeState: Sendable {
     /// When the runner should hand in `.due`: the next held event, a resync to retry, the
     /// tracklist to fetch once its changes settled, the other route to probe or to take.
     public var nextDeadlineMs: Int? {
-        [held.first?.dueMs, estimateCheckAtMs, resyncAtMs, tracklistAtMs, link.probeAtMs, link.switchAtMs].compactMap { $0 }.min()
+        [held.first?.dueMs, estimateCheckAtMs, resyncAtMs, tracklistAtMs, link.due.atMs].compactMap { $0 }.min()
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's

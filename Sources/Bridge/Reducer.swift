@@ -24,14 +24,15 @@ extension BridgeState {
         routeDue(m, &fx)
         followSignIn(input, &fx)
         switch input {
-        case .eventsConnected:
+        case .eventsConnected(let url):
             eventsConnected = true
+            useLayout(answeringAt: url, &fx)
             resync(&fx)
             // The server is back: the stream need not wait for its next attempt.
             if server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
         case .eventsDisconnected(let reason):
             eventsConnected = false
-            lastError = reason
+            lastError = reason.message
             eventReconnects = eventReconnects.adding(saturating: 1)
             resyncAtMs = nil
             endSync(m, &fx)
@@ -278,7 +279,7 @@ extension BridgeState {
             if c.changesTrack, server.state != .playing, eventsConnected, !syncing { resync(&fx) }
         case .failed(let call, let reason):
             answered(call, &fx)
-            lastError = reason
+            lastError = reason.message
             fx.append(.log(.warning, "\(call.name): \(reason)"))
             switch call {
             case .resync(let generation):

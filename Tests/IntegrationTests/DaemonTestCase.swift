@@ -130,8 +130,8 @@ class DaemonTestCase: XCTestCase {
     /// Calls GetAll every `everyMs` for `seconds` and returns the slowest round trip, µs.
     func slowestGetAllUs(seconds: Double, everyMs: UInt32) throws -> Int64 {
         var worst: Int64 = 0
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
+        let end = monotonicMs() + Int(seconds * 1000)
+        while monotonicMs() < end {
             let t0 = monotonicUs()
             _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                 interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])

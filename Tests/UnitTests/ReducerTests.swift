@@ -3,6 +3,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import XCTest
 
 /// The reducer alone: sequences of inputs at given times → what is published, signalled and
@@ -28,12 +29,16 @@ final class ReducerTests: XCTestCase {
             var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: ReducerTests.one, state: .playing,
                              positionMs: 5000, volume: 50)
             s.repeatOn = true
-            feed(.eventsConnected)
+            feed(.eventsConnected(url: Rig.ws))
             sync(s)
             feed(.artReady(trackURI: ReducerTests.one.track.uri, file: "file:///one.jpg"))
             if listening { feed(.streamStatus(.playing, sequence: 1)) }
             trace = []
         }
+
+        /// Where the events socket connects in these tests: none of the layouts, so RPC's layout
+        /// stays (RouteReducerTests connects to the layouts themselves).
+        static let ws = "ws://127.0.0.1:1/events"
 
         static var config: Config {
             var c = Config()
@@ -71,6 +76,7 @@ final class ReducerTests: XCTestCase {
                 case .askToSignIn(let r): trace.append("sign in: \(r.sentence)")
                 case .events(let c): trace.append("events \(c)")
                 case .route(let r, _): trace.append("route \(r.rawValue)")
+                case .useLayout(let l): trace.append("use \(l.rpcURL)")
                 case .probe(let r, _, _): trace.append("probe \(r.rawValue)")
                 }
             }
@@ -277,11 +283,11 @@ final class ReducerTests: XCTestCase {
 
     func testServerGoingAwayAndComingBack() {
         var r = Rig(listening: false)
-        r.feed(.eventsDisconnected(reason: "Mopidy at x is unreachable"))
+        r.feed(.eventsDisconnected(reason: FailureReason("Mopidy at x is unreachable")))
         XCTAssertEqual(r.take(), ["PlaybackStatus=Stopped Metadata= CanGoNext=false CanGoPrevious=false CanSeek=false CanEditTracks=false"])
         r.feed(.command(.next))
         XCTAssertEqual(r.take(), ["log next: Mopidy is not connected; ignored"])
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         XCTAssertEqual(r.take(), ["call resync"])
         // Events that arrive while the state is fetched apply on top of it, in order.
         r.feed(.event(.volumeChanged(80)))
@@ -296,9 +302,9 @@ final class ReducerTests: XCTestCase {
 
     func testFailedResyncIsRetriedWhileEventsFlow() {
         var r = Rig(listening: false)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         _ = r.take()
-        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: "HTTP 502")))
+        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: FailureReason("HTTP 502"))))
         XCTAssertEqual(r.take(), ["log resync: HTTP 502"])
         r.advance(toMs: 12_000)
         XCTAssertEqual(r.take(), ["call resync"])
@@ -370,8 +376,8 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["Volume=0.4"])
         var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .playing, positionMs: 5000, volume: 40)
         s.muted = true
-        r.feed(.eventsDisconnected(reason: "gone"))
-        r.feed(.eventsConnected)
+        r.feed(.eventsDisconnected(reason: FailureReason("gone")))
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertEqual(r.state.published.volume, 0, "a fetch finds the house muted")
     }
@@ -445,11 +451,11 @@ final class ReducerTests: XCTestCase {
         var r = Rig()  // listening: 5000 at the resync, heard 1.4 s later
         var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 5300, volume: 50)
         s.repeatOn = true
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a 0.3 s correction is drift")
         s.positionMs = 9000
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertTrue(r.take().contains("Seeked 7600 ms"), "a 3.7 s correction is a jump (heard 1.4 s later)")
         r.feed(.event(.seeked(positionMs: 9500)))
@@ -471,7 +477,7 @@ final class ReducerTests: XCTestCase {
         r.feed(.event(.seeked(positionMs: 20_000)))
         var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 25_000, volume: 50)
         s.repeatOn = true
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") })
         XCTAssertEqual(r.state.published.position(nowUs: 30_000_000), 5_600_000, "where you paused")
@@ -558,7 +564,7 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["call setVolume(10)"])
         r.feed(.reply(.done(.setVolume(10))))
         XCTAssertEqual(r.take(), ["call setVolume(50)"], "only the newest of those that waited")
-        r.feed(.reply(.failed(.setVolume(50), reason: "timeout")))
+        r.feed(.reply(.failed(.setVolume(50), reason: FailureReason("timeout"))))
         r.feed(.command(.setVolume(0.6)))
         XCTAssertEqual(r.take(), ["log volume: timeout", "call setVolume(60)"])
     }
@@ -578,14 +584,14 @@ final class ReducerTests: XCTestCase {
 
     func testAStaleOrOrphanedResyncAnswerIsDropped() {
         var r = Rig(listening: false)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         let first = r.state.resyncGeneration
-        r.feed(.eventsConnected)  // reconnected before the first answer came
+        r.feed(.eventsConnected(url: Rig.ws))  // reconnected before the first answer came
         var old = Snapshot(rpcURL: "u", current: Self.two, state: .playing, positionMs: 0, volume: 50)
         old.generation = first
         r.feed(.reply(.synced(old)))
         XCTAssertEqual(r.title, "One", "an older fetch's answer was applied")
-        r.feed(.eventsDisconnected(reason: "gone"))
+        r.feed(.eventsDisconnected(reason: FailureReason("gone")))
         var late = old
         late.generation = r.state.resyncGeneration
         r.feed(.reply(.synced(late)))
@@ -594,7 +600,7 @@ final class ReducerTests: XCTestCase {
 
     func testABurstDuringAFetchIsFetchedAgainNotKept() {
         var r = Rig(listening: false)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         for _ in 0..<(BridgeTuning.maxDeferredEvents + 10) { r.feed(.event(.volumeChanged(40))) }
         XCTAssertLessThanOrEqual(r.state.deferred.count, BridgeTuning.maxDeferredEvents)
         _ = r.take()
