@@ -103,11 +103,53 @@ def free_udp_port():
         return s.getsockname()[1]
 
 
-def die_with_parent():
-    """preexec_fn: the child gets SIGKILL when this supervisor dies, however it dies."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    os.setpgrp()
+_prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+PR_SET_PDEATHSIG = 1
+# The write end of the reaper's lifeline (see scripts/rig/reaper.py), once there is one.
+lifeline = None
+# Set when the rig stops: nothing is started any more.
+stopping = False
+
+
+def child_setup(deathsig=True):
+    """preexec_fn for every child of the rig, run between fork and exec: its own process group,
+    its pid told to the reaper (so it is stopped however the rig ends) and, unless it forks
+    workers of its own (nginx), SIGKILL when the rig dies (PR_SET_PDEATHSIG; a process that changes
+    its credentials, Icecast, loses it: the reaper stops that one). PR_SET_PDEATHSIG fires when the
+    thread that forked the child ends: children are started only on threads that live as long as
+    the rig (start and commands, the supervisor). Ends the child at once if the rig died before the
+    child got there."""
+    parent, fd = os.getpid(), lifeline
+
+    def setup():
+        if deathsig:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        os.setpgrp()
+        if fd is not None:
+            os.write(fd, b"%d\n" % os.getpid())
+        if os.getppid() != parent:
+            os._exit(1)
+    return setup
+
+
+def run_child(argv, **kw):
+    """subprocess.run for the rig's short-lived helpers (pactl, openssl, sox, mopidy scan), known
+    to the reaper like every other child."""
+    if stopping:
+        raise RuntimeError("the rig is stopping")
+    return subprocess.run(argv, preexec_fn=child_setup(), **kw)
+
+
+def start_reaper(root_to_remove=None):
+    """Starts scripts/rig/reaper.py on the read end of a new lifeline pipe; keeps the write end."""
+    global lifeline
+    r, w = os.pipe()
+    subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "rig", "reaper.py")],
+                     stdin=r, stdout=subprocess.DEVNULL, start_new_session=True)
+    os.close(r)
+    lifeline = w
+    if root_to_remove:
+        os.write(w, f"rmtree {root_to_remove}\n".encode())
 
 
 def wait_for(what, check, timeout=20.0, interval=0.05):
@@ -135,7 +177,7 @@ def tcp_open(port):
 
 
 def run_quiet(argv):
-    r = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    r = run_child(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if r.returncode != 0:
         raise RuntimeError(f"{argv[0]} failed: {r.stderr.decode(errors='replace')[-500:]}")
 
@@ -181,8 +223,12 @@ class Service:
     Icecast is back)."""
 
     def __init__(self, name, argv, env=None, ready=None, log_path=None, restart=False, ready_interval=0.05,
-                 more_log=None):
+                 more_log=None, deathsig=True, shutdown_signal=signal.SIGTERM):
         self.name, self.argv, self.env, self.ready = name, argv, env, ready
+        # PR_SET_PDEATHSIG, unless the process forks workers that would outlive it (see child_setup).
+        self.deathsig = deathsig
+        # What the rig's own stop sends first.
+        self.shutdown_signal = shutdown_signal
         self.log_path, self.restart = log_path, restart
         # A log the program writes itself, also shown when it ended unasked.
         self.more_log = more_log
@@ -194,10 +240,12 @@ class Service:
         self.ready_at = None
 
     def spawn(self):
+        if stopping:
+            raise RuntimeError("the rig is stopping")
         logf = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
         self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=logf, stderr=subprocess.STDOUT,
-                                     preexec_fn=die_with_parent)
+                                     preexec_fn=child_setup(self.deathsig))
         if logf is not subprocess.DEVNULL:
             logf.close()
         self.wanted = True
@@ -251,6 +299,16 @@ class Service:
     def signal(self, sig):
         if self.proc and self.proc.poll() is None:
             os.kill(self.proc.pid, sig)
+
+    def kill_group(self):
+        """SIGKILL to its process group (nginx's workers with their master), while it is not
+        reaped: until then its pid, the group's id, cannot have been reused."""
+        p = self.proc
+        if p is not None and p.poll() is None:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     @property
     def pid(self):
@@ -369,7 +427,7 @@ class Rig:
         self.add(Service("pipewire", ["pipewire"], env=env, log_path=self.logp("pipewire"),
                          ready=lambda: os.path.exists(os.path.join(runtime, "pipewire-0"))))
         self.add(Service("wireplumber", ["wireplumber"], env=env, log_path=self.logp("wireplumber")))
-        pactl = lambda *a: subprocess.run(["pactl", *a], env=env, stdout=subprocess.DEVNULL,
+        pactl = lambda *a: run_child(["pactl", *a], env=env, stdout=subprocess.DEVNULL,
                                           stderr=subprocess.DEVNULL).returncode == 0
         self.add(Service("pipewire-pulse", ["pipewire-pulse"], env=env, log_path=self.logp("pipewire-pulse"),
                          ready=lambda: pactl("info")))
@@ -417,10 +475,10 @@ class Rig:
         # after it.
         env = self.sound_env("pulseaudio")
         self.add(Service("pulse", argv, env=env, log_path=self.logp("pulse"), restart=True,
-                         ready=lambda: subprocess.run(["pactl", "info"], env=env,
+                         ready=lambda: run_child(["pactl", "info"], env=env,
                                                       stdout=subprocess.DEVNULL,
                                                       stderr=subprocess.DEVNULL).returncode == 0))
-        subprocess.run(["pactl", "set-default-sink", self.sink], env=env,
+        run_child(["pactl", "set-default-sink", self.sink], env=env,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def write_icecast_config(self):
@@ -504,8 +562,10 @@ class Rig:
                f"port={self.ports['pcm_native']}", f"bind-address={LOOPBACK}", "sync=false"]
         # Like a real source client, an encoder reconnects once Icecast is back.
         icecast_up = lambda: tcp_open(self.ports["icecast"])
+        # Stateless: stopped with SIGKILL at the rig's end (ffmpeg lingers for seconds on SIGTERM).
         self.add(Service("encoder", gst, log_path=self.logp("encoder"), restart=icecast_up,
-                         ready=lambda: self.icecast_mount_live("/stream.flac")))
+                         ready=lambda: self.icecast_mount_live("/stream.flac"),
+                         shutdown_signal=signal.SIGKILL))
         ff = ["ffmpeg", "-nostdin", "-loglevel", "warning",
               "-f", "s16le", "-ar", str(RATE), "-ac", str(CHANNELS),
               "-i", f"udp://{LOOPBACK}:{self.ports['pcm_native']}?localaddr={LOOPBACK}"
@@ -513,7 +573,7 @@ class Rig:
               "-c:a", "flac", "-f", "flac", "-content_type", "audio/flac",
               f"icecast://source:{pw}@{LOOPBACK}:{ip}/native.flac"]
         self.add(Service("encoder_native", ff, log_path=self.logp("encoder_native"), restart=icecast_up,
-                         ready=lambda: self.icecast_mount_live("/native.flac")))
+                         ready=lambda: self.icecast_mount_live("/native.flac"), shutdown_signal=signal.SIGKILL))
 
     def write_mopidy_config(self):
         d = self.path("mopidy")
@@ -568,7 +628,7 @@ enabled = true
 
     def start_mopidy(self):
         cfg = self.write_mopidy_config()
-        r = subprocess.run(["mopidy", "--config", cfg, "local", "scan"], env=self.base_env(),
+        r = run_child(["mopidy", "--config", cfg, "local", "scan"], env=self.base_env(),
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         with open(self.logp("mopidy-scan"), "wb") as f:
             f.write(r.stdout)
@@ -692,7 +752,7 @@ http {{
         cfg = self.path(name, "nginx.conf")
         port = self.ports[name]
         return Service(name, ["nginx", "-c", cfg, "-p", self.path(name)], log_path=self.logp(name),
-                       ready=lambda: tcp_open(port), ready_interval=0.01)
+                       ready=lambda: tcp_open(port), ready_interval=0.01, deathsig=False)
 
     def start_nginx(self):
         self.make_tls_files()
@@ -736,14 +796,35 @@ http {{
                         except Exception:
                             pass
 
-    def stop(self):
-        self.stopping = True
-        with self.lock:
-            for name in ("nginx_remote", "nginx_home", "nginx", "mopidy", "encoder_native", "encoder", "icecast",
-                         "pulse", "pipewire-pulse", "wireplumber", "pipewire", "sysbus", "dbus"):
-                svc = self.services.get(name)
-                if svc:
-                    svc.stop()
+    STOP_ORDER = ("nginx_remote", "nginx_home", "nginx", "mopidy", "encoder_native", "encoder", "icecast",
+                  "pulse", "pipewire-pulse", "wireplumber", "pipewire", "sysbus", "dbus")
+
+    def stop(self, grace=2.5):
+        """Stops every service, all at once and without the lock (a command may hold it for a
+        while): SIGTERM (the encoders SIGKILL), then SIGKILL to the process group of any still
+        running after `grace` seconds."""
+        global stopping
+        stopping = self.stopping = True
+        services = dict(self.services)
+        svcs = [services[n] for n in self.STOP_ORDER if n in services]
+        svcs += [s for s in services.values() if s not in svcs]
+        for svc in svcs:
+            svc.wanted = False
+            try:
+                svc.signal(svc.shutdown_signal)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        for svc in svcs:
+            p = svc.proc
+            if p is None:
+                continue
+            try:
+                p.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log(f"{svc.name} did not stop on SIGTERM within {grace} s; SIGKILL")
+                svc.kill_group()
+                p.wait()
 
     def info(self):
         p = self.ports
@@ -868,27 +949,67 @@ def watch_owner(owner, on_gone):
     threading.Thread(target=loop, name="rig-owner-watch", daemon=True).start()
 
 
+class StopRequest:
+    """Why the rig should stop, set from a signal handler or a thread and polled by the main
+    thread. A plain attribute: a signal handler must take no lock (a handler that calls
+    threading.Event.set() deadlocks when a second signal lands while the main thread holds the
+    Event's lock)."""
+
+    def __init__(self):
+        self.reason = None
+
+    def __call__(self, signum=None, _frame=None):
+        self.reason = self.reason or signum or "asked"
+
+
 def serve(args, interactive):
     root = args.dir or tempfile.mkdtemp(prefix="groove-rig-")
     os.makedirs(root, exist_ok=True)
+    # Every process the rig starts carries it (a test finds any left over by it).
+    os.environ["GROOVE_RIG_DIR"] = root
+    # First of all, so that every process started after it is stopped however the rig ends.
+    start_reaper(None if (args.keep or args.dir) else root)
+    stop = StopRequest()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, stop)
     rig = Rig(root, sound=args.sound)
-    done = threading.Event()
-
-    def shutdown(*_):
-        done.set()
-
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    signal.signal(signal.SIGHUP, shutdown)
     if args.owner:
-        watch_owner(args.owner, shutdown)
+        watch_owner(args.owner, stop)
+    status = [None]
+
+    def start():
+        """On a thread of its own: the main thread stays free to notice a stop request."""
+        try:
+            rig.start()
+        except Exception as e:
+            log(f"start failed: {e}")
+            print(json.dumps({"error": str(e), "dir": root}), flush=True)
+            status[0] = 1
+            stop()
+            return
+        announce(rig, root, interactive)
+        # This thread lives on: PR_SET_PDEATHSIG fires when the thread that forked a child ends,
+        # not the process.
+        if not interactive:
+            read_commands(rig, stop)
+        while True:
+            time.sleep(3600)
+
+    threading.Thread(target=start, name="rig-commands", daemon=True).start()
+    while stop.reason is None:
+        time.sleep(0.05)
+    rig.stop()
+    if not args.keep and not args.dir:
+        shutil.rmtree(root, ignore_errors=True)
     try:
-        rig.start()
-    except Exception as e:
-        log(f"start failed: {e}")
-        rig.stop()
-        print(json.dumps({"error": str(e), "dir": root}), flush=True)
-        return 1
+        sys.stdout.flush()
+    except Exception:
+        pass
+    # Without waiting for the other threads (one may sit in a read of stdin or a service's start).
+    os._exit(status[0] or 0)
+
+
+def announce(rig, root, interactive):
     info = rig.info()
     if interactive:
         print("Groove Audio test server on loopback (Ctrl-C stops it):")
@@ -903,27 +1024,24 @@ def serve(args, interactive):
     fd = os.open(pw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.write(fd, (rig.password + "\n").encode())
     os.close(fd)
-    with open(os.path.join(root, "rig.json"), "w") as f:
+    # Written whole, then renamed: a script waiting for the file never reads half of it.
+    with open(os.path.join(root, "rig.json.new"), "w") as f:
         json.dump({k: v for k, v in info.items() if k != "password"}, f)
+    os.replace(os.path.join(root, "rig.json.new"), os.path.join(root, "rig.json"))
 
-    if not interactive:
-        def read_commands():
-            for line in sys.stdin:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    reply = {"ok": rig.command(json.loads(line))}
-                except Exception as e:
-                    reply = {"error": str(e)}
-                print(json.dumps(reply), flush=True)
-            done.set()
-        threading.Thread(target=read_commands, name="rig-commands", daemon=True).start()
-    done.wait()
-    rig.stop()
-    if not args.keep and not args.dir:
-        shutil.rmtree(root, ignore_errors=True)
-    return 0
+
+def read_commands(rig, stop):
+    """Answers each command line on stdin with one JSON line; EOF stops the rig."""
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            reply = {"ok": rig.command(json.loads(line))}
+        except Exception as e:
+            reply = {"error": str(e)}
+        print(json.dumps(reply), flush=True)
+    stop()
 
 
 def main():
