@@ -37,6 +37,11 @@ Usage:
                                              {"cmd":"queue"}  (the library again, playing)
                                              {"cmd":"sound","name":"pipewire"}  (that sound server
                                                too, started on first use: where its clients go)
+                                             {"cmd":"link","plan":{"stall_ms":500,"every_s":5}}
+                                               (an impaired link to Icecast, made on first use, its
+                                               plan set or changed: answers its port and URLs; see
+                                               link.py; "name" for more than one)
+                                             {"cmd":"link_log","since":T}  (its phases, monotonic)
                                            and answer each with one JSON line. EOF on stdin, SIGTERM,
                                            SIGINT or the owner process dying stops every process.
   rig.py run [--dir DIR]                   the same, for a person: prints the endpoints, runs until
@@ -50,7 +55,7 @@ SIGKILL included.
 One file per job: procs (how a child is started and known to the reaper), service (one child
 process), library (the generated music), buses (the session and the stand-in system bus), sound
 (PulseAudio, PipeWire), icecast (Icecast and its encoders), mopidy, routes (the nginx front ends),
-core (the whole rig and its commands), cli (the command line), reaper.
+link (the impaired link), core (the whole rig and its commands), cli (the command line), reaper.
 """
 
 from .cli import Child, main  # noqa: E402,F401

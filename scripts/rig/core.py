@@ -12,13 +12,14 @@ import time
 from .buses import BusesMixin
 from .icecast import IcecastMixin
 from .library import TRACK_SECONDS, TRACKS, LibraryMixin, make_library
+from .link import LinksMixin
 from .mopidy import MopidyMixin
 from .procs import LOOPBACK, free_port, free_udp_port, log, state, wait_for
 from .routes import RoutesMixin
 from .sound import SoundMixin
 
 
-class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, LibraryMixin):
+class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, LibraryMixin, LinksMixin):
     def __init__(self, root, sound="pulseaudio"):
         self.root = root
         self.lock = threading.RLock()
@@ -45,6 +46,8 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
         self.pulse_runtime = self.sound_runtime(sound)
         self.pulse_server = f"unix:{self.pulse_runtime}/pulse/native"
         self.stopping = False
+        # Impaired links to Icecast, by name (link.py).
+        self.links = {}
 
     # -- helpers --
 
@@ -164,6 +167,7 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
                                           "track", "disc", "genre", "date")} for t in TRACKS],
             "track_seconds": TRACK_SECONDS,
             "pids": {n: s.pid for n, s in self.services.items()},
+            "links": {n: link.port for n, link in dict(self.links).items()},
         }
 
     def command(self, req):
@@ -203,4 +207,8 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
             return {}
         if cmd == "rpc":
             return self.rpc(req["method"], req.get("params"))
+        if cmd == "link":
+            return self.link(req)
+        if cmd == "link_log":
+            return self.link_log(req)
         raise ValueError(f"unknown command {cmd!r}")
