@@ -9,8 +9,8 @@ import XCTest
 /// step. Each walk starts a fresh bridge on a sink of its own, paused, with its configuration in
 /// a file (for `reload` steps) and logind/NetworkManager on the rig's system bus.
 ///
-/// - `randomWalks`: new seeds each run for `GROOVE_WALK_SECONDS` (default 50 s per sound
-///   server); `GROOVE_WALK_SEED` replays one. A failing walk is printed with its seed, then shrunk
+/// - `randomWalks`: new seeds each run, walks of `stepsPerWalk`, for `GROOVE_WALK_SECONDS`
+///   (default 30 s per sound server); `GROOVE_WALK_SEED` replays one. A failing walk is printed with its seed, then shrunk
 ///   (for up to `GROOVE_WALK_SHRINK_SECONDS`) to the shortest that still fails, which is printed
 ///   and written to /tmp to be kept in `Walks/`.
 /// - `keptWalks`: every walk in `Walks/` (each once found failing, or written to show a
@@ -20,7 +20,9 @@ class WalkTestCase: DaemonTestCase {
     var system: FakeSystemBus!
     var walkSink: String { "groove_walk_\(getpid())" }
     var configFile: URL { configDir.appendingPathComponent("config") }
-    static let stepsPerWalk = 24
+    /// Steps of a random walk (`GROOVE_WALK_STEPS`): long enough for faults to meet, short enough
+    /// that CI's budget walks several seeds.
+    static var stepsPerWalk: Int { Int(environment["GROOVE_WALK_STEPS"] ?? "").map { min(200, max(1, $0)) } ?? 16 }
 
     override var defaultArguments: [String] {
         ["--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url,
@@ -145,7 +147,7 @@ class WalkTestCase: DaemonTestCase {
     }
 
     func randomWalks() throws {
-        let budget = Double(Self.environment["GROOVE_WALK_SECONDS"] ?? "") ?? 50
+        let budget = Double(Self.environment["GROOVE_WALK_SECONDS"] ?? "") ?? 30
         let end = monotonicUs() + Int64(budget * 1_000_000)
         var seeds: [UInt64] = []
         if let s = Self.environment["GROOVE_WALK_SEED"].flatMap(UInt64.init) { seeds = [s] }
