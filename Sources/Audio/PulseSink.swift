@@ -78,9 +78,26 @@ public final class PulseSink {
         // bridge; `commit` asks while playing (StreamTuning.timingEveryMs). No interpolation:
         // `latencyUs` extrapolates the server's own report, which a smoother would lag behind
         // when the sink's latency changes under the stream.
-        guard pa_stream_connect_playback(s, sink, &attr, PA_STREAM_ADJUST_LATENCY, nil, nil) >= 0 else { throw error(what) }
-        try waitFor(what) { pa_stream_get_state(s) == PA_STREAM_READY }
+        // PulseAudio refuses a sink that is not there (no such entity); PipeWire gives the default
+        // instead. Either way the output asked for is missing: with `pause`, music must not come
+        // out of another one.
+        let missing = SinkError(message: "\(what): it is not there", missing: true)
+        guard pa_stream_connect_playback(s, sink, &attr, PA_STREAM_ADJUST_LATENCY, nil, nil) >= 0 else {
+            throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error(what)
+        }
+        do throws(SinkError) {
+            try waitFor(what) { pa_stream_get_state(s) == PA_STREAM_READY }
+        } catch {
+            throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error
+        }
+        if let sink, lostAction == .pause, PulseSink.isSinkName(sink),
+           let got = pa_stream_get_device_name(s).map({ String(cString: $0) }), got != sink {
+            throw missing
+        }
     }
+
+    /// A sink named by its name, not by index or a special name such as `@DEFAULT_SINK@`.
+    static func isSinkName(_ s: String) -> Bool { !s.hasPrefix("@") && Int(s) == nil }
 
     deinit {
         // A piece begun and not written is freed with the stream.
@@ -175,7 +192,7 @@ public final class PulseSink {
 
     /// Playing again after a pause.
     func resume() {
-        guard corked, let s = stream, failure == nil else { return }
+        guard corked, let s = stream, failure == nil, lost == nil else { return }
         corked = false
         run(pa_stream_cork(s, 0, nil, nil))
         askTiming(force: true)
@@ -259,10 +276,12 @@ public final class PulseSink {
     fileprivate func streamMoved() {
         guard let s = stream else { return }
         let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "another output"
-        if corked || lostAction == .follow {
-            Log.info("stream: PulseAudio moved the sound output to '\(name)'\(corked ? "" : "; playing on there (on_output_lost = follow)")")
+        if lostAction == .follow {
+            Log.info("stream: PulseAudio moved the sound output to '\(name)'; playing on there (on_output_lost = follow)")
             return
         }
+        // Corked too: paused here, the next Play opens the configured output again; on the way
+        // to play (a connection joining on a sink kept from before a pause), this Play pauses.
         outputLost("the sound output went away (PulseAudio moved the stream to '\(name)')")
     }
 

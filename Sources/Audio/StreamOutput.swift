@@ -149,7 +149,7 @@ final class StreamOutput: BurstWatcher {
 
     /// The sink for `format`, opened anew when the format changed or the old one failed.
     private func openSink(_ format: AudioFormat) -> PulseSink? {
-        if let sink, sink.format == format, sink.failure == nil { return sink }
+        if let sink, sink.format == format, sink.failure == nil, sink.lost == nil { return sink }
         sink = nil
         do throws(SinkError) {
             let s = try PulseSink(format: format, server: settings.server, sink: settings.sinkName, loop: loop,
@@ -157,7 +157,13 @@ final class StreamOutput: BurstWatcher {
             s.onOutputLost = onOutputLost
             sink = s
         } catch {
-            _ = failed(error)
+            // The output asked for went away before the stream reached it: as when it goes while
+            // playing (`on_output_lost = pause`), this computer pauses instead of retrying.
+            if error.missing && settings.onOutputLost == .pause {
+                onOutputLost(error.message)
+            } else {
+                _ = failed(error)
+            }
             return nil
         }
         Log.info("stream: playing \(format)")

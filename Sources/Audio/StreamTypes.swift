@@ -41,6 +41,8 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
 /// The sound server refused or went away.
 public struct SinkError: Error, CustomStringConvertible, Sendable {
     public let message: String
+    /// The output asked for is not there (a headset unplugged while the stream was on its way).
+    public var missing = false
     public var description: String { message }
 }
 
