@@ -83,6 +83,8 @@ public struct BridgeState: Sendable {
     /// What refuses the password in this episode (see Reducer+SignIn), and what the user is told.
     var refusedBy: Set<PasswordRefuser> = []
     public internal(set) var signInNeeded: String? = nil
+    /// The server's delay as learned from the music (Reducer+Learn).
+    public internal(set) var learner: ServerDelayLearner
 
     enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
 
@@ -94,6 +96,7 @@ public struct BridgeState: Sendable {
 
     public init(config: Config, canRaise: Bool) {
         self.config = config
+        learner = ServerDelayLearner(startMs: config.serverDelayMs)
         streamConfig = config.effectiveStreamURL.map { BridgeState.streamConfig(config, url: $0) }
         server.localStream = streamConfig == nil ? nil : .stopped
         server.volumeMode = config.volume
@@ -125,12 +128,12 @@ public struct BridgeState: Sendable {
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's
-    /// own (`server_delay_ms`), while this computer plays or is on its way to (Play pressed, the
-    /// stream connecting); 0 otherwise (nothing to align to).
+    /// own (`serverDelayMs`: learned, or `server_delay_ms`), while this computer plays or is on
+    /// its way to (Play pressed, the stream connecting); 0 otherwise (nothing to align to).
     public func heardDelayMs(_ m: Moment) -> Int {
         guard hasStream, config.heardSync, let stream = streamDelayMs(m) else { return 0 }
         let bound = BridgeTuning.maxHeardDelayMs
-        return min(bound, stream.adding(saturating: max(0, config.serverDelayMs)))
+        return min(bound, stream.adding(saturating: max(0, serverDelayMs)))
     }
 
     /// The stream's part of the heard delay: measured while it plays; before a connection's first

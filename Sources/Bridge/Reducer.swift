@@ -78,6 +78,8 @@ extension BridgeState {
             network(n, m, &fx)
         case .probed(let r, let answered, let detail):
             probed(r, answered: answered, detail: detail, m, &fx)
+        case .boundaryHeard(let b):
+            learn(b, m, &fx)
         }
         followRoute(m, &fx)
         freezeOrRelease(m)
@@ -97,6 +99,7 @@ extension BridgeState {
         let now = m.nowMs
         let userAsked = userChangedTrackAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
         let delay = heardDelayMs(m)
+        if isStart && delay > 0 { lookForBoundary(heardAtMs: now.adding(saturating: delay), m, &fx) }
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.

@@ -1,0 +1,173 @@
+import Foundation
+
+/// Finds where one track gives way to the next in decoded audio, near where it is expected.
+/// Pure: samples and positions are inputs. On the decoder thread.
+///
+/// Each 10 ms block of the mono mix keeps two numbers: its level (dBFS) and its brightness, the
+/// RMS frequency as log2 of √(Σ(Δx)² / Σx²), which moves smoothly when two sounds overlap (a
+/// crossfade) and jumps when one sound replaces another. The last few seconds of blocks are kept
+/// with their stream positions. A boundary between blocks scores, against the 250 ms either side
+/// of it, the larger of: a jump in level, a jump in brightness (audible blocks only), and a fall
+/// to near-silence. Each is a difference of means over the spread within the two sides, so a
+/// steady sound or a slow change scores low whatever its loudness, and a sudden change between
+/// two steady sounds scores high.
+///
+/// A boundary is accepted only when it is clear: its score is at least `floor`, and at least
+/// `ratio` times that of any boundary more than a side away from it in the window. Gapless
+/// continuations, crossfades, silence on both sides and steady noise have no such candidate;
+/// a sudden pause in the music near the change makes two, and neither is taken.
+struct BoundaryDetector {
+    struct Tuning {
+        /// Blocks either side of a boundary that it is measured against.
+        var sideBlocks = 25
+        /// The least score accepted (a 6 dB step, a quarter octave, a fall of 30 dB).
+        var floor: Float = 3
+        /// How far the best must stand above any other candidate.
+        var ratio: Float = 2
+        /// Below this a block is near-silent (no brightness; the bottom of a fall).
+        var silentDb: Float = -55
+    }
+
+    struct Found: Equatable {
+        /// The boundary's stream position.
+        var positionMs: Double
+        var score: Float
+        /// The best score more than a side away from it.
+        var runnerUp: Float
+    }
+
+    static let blockMs = 10.0
+    let tuning: Tuning
+    let capacity: Int
+    private var level: [Float]
+    private var bright: [Float]
+    /// Blocks completed since the last restart: block k covers baseMs + k·10 ms onwards.
+    private(set) var blocks = 0
+    private var baseMs = 0.0
+    private var sampleRate = 0
+    private var blockSamples = 0
+    private var inBlock = 0
+    private var sumSquares: Float = 0
+    private var sumDiffs: Float = 0
+    private var previous: Float = 0
+
+    /// `keepMs`: how much audio is kept to look through.
+    init(keepMs: Int = 8000, tuning: Tuning = Tuning()) {
+        self.tuning = tuning
+        capacity = max(2 * tuning.sideBlocks + 1, keepMs / Int(Self.blockMs))
+        level = [Float](repeating: 0, count: capacity)
+        bright = [Float](repeating: 0, count: capacity)
+    }
+
+    /// The position where the next sample will be.
+    var endMs: Double {
+        sampleRate > 0 ? baseMs + Double(blocks) * Self.blockMs + Double(inBlock) * 1000 / Double(sampleRate) : baseMs
+    }
+
+    /// The oldest position still kept.
+    var startMs: Double { baseMs + Double(max(0, blocks - capacity)) * Self.blockMs }
+
+    /// Forgets what is kept; the next sample is at `atMs`.
+    mutating func restart(atMs: Double, sampleRate rate: Int) {
+        baseMs = atMs
+        blocks = 0
+        sampleRate = rate
+        blockSamples = max(1, rate / 100)
+        inBlock = 0
+        sumSquares = 0
+        sumDiffs = 0
+    }
+
+    /// `samples` frames of `channels` planes (the first two are mixed), `bits` deep, at stream
+    /// position `atMs`. A jump in position (audio skipped) or a new rate starts afresh.
+    mutating func add(planes: UnsafePointer<UnsafePointer<Int32>?>, channels: Int, samples: Int, bits: Int,
+                      sampleRate rate: Int, atMs: Double) {
+        guard rate > 0, channels > 0, samples > 0, (1...32).contains(bits), let a = planes[0] else { return }
+        if rate != sampleRate || abs(atMs - endMs) > Self.blockMs { restart(atMs: atMs, sampleRate: rate) }
+        let b = channels > 1 ? (planes[1] ?? a) : a
+        let scale = 0.5 / Float(sign: .plus, exponent: bits - 1, significand: 1)
+        for i in 0..<samples {
+            let x = (Float(a[i]) + Float(b[i])) * scale
+            let d = x - previous
+            previous = x
+            sumSquares += x * x
+            sumDiffs += d * d
+            inBlock += 1
+            if inBlock == blockSamples { closeBlock() }
+        }
+    }
+
+    private mutating func closeBlock() {
+        let meanSquare = sumSquares / Float(blockSamples)
+        let slot = blocks % capacity
+        level[slot] = max(-100, 10 * log10(meanSquare + 1e-12))
+        bright[slot] = 0.5 * log2((sumDiffs + 1e-12) / (sumSquares + 1e-12))
+        blocks += 1
+        inBlock = 0
+        sumSquares = 0
+        sumDiffs = 0
+    }
+
+    /// Everything a look at `nearMs` ± `windowMs` needs has been decoded.
+    func isReady(nearMs: Double, windowMs: Double) -> Bool {
+        endMs >= nearMs + windowMs + Double(tuning.sideBlocks) * Self.blockMs
+    }
+
+    /// What a look at `nearMs` ± `windowMs` needs is still kept.
+    func covers(nearMs: Double, windowMs: Double) -> Bool {
+        blocks > 0 && startMs <= nearMs - windowMs - Double(tuning.sideBlocks) * Self.blockMs
+    }
+
+    /// The clear boundary within `windowMs` of `nearMs`, or nil (none clear, or not all kept).
+    func find(nearMs: Double, windowMs: Double) -> Found? {
+        guard let scores = scores(nearMs: nearMs, windowMs: windowMs), let best = scores.indices.max(by: { scores[$0].1 < scores[$1].1 }) else { return nil }
+        let (k, score) = scores[best]
+        let side = tuning.sideBlocks
+        let runnerUp = scores.filter { abs($0.0 - k) > side }.map(\.1).max() ?? 0
+        guard score >= tuning.floor, score >= tuning.ratio * runnerUp else { return nil }
+        return Found(positionMs: baseMs + Double(k) * Self.blockMs, score: score, runnerUp: runnerUp)
+    }
+
+    /// Each candidate block's score (block k: the boundary at its start).
+    func scores(nearMs: Double, windowMs: Double) -> [(Int, Float)]? {
+        let side = tuning.sideBlocks
+        let first = Int(((nearMs - windowMs - baseMs) / Self.blockMs).rounded(.up))
+        let last = Int(((nearMs + windowMs - baseMs) / Self.blockMs).rounded(.down))
+        guard windowMs >= 0, first - side >= max(0, blocks - capacity), last + side <= blocks else { return nil }
+        // Prefix sums over the blocks the candidates look at.
+        let lo = first - side, n = last + side - lo
+        var sL = [Float](repeating: 0, count: n + 1), sL2 = sL, sB = sL, sB2 = sL, sA = sL
+        for i in 0..<n {
+            let l = level[(lo + i) % capacity], b = bright[(lo + i) % capacity]
+            let audible: Float = l > tuning.silentDb ? 1 : 0
+            sL[i + 1] = sL[i] + l
+            sL2[i + 1] = sL2[i] + l * l
+            sA[i + 1] = sA[i] + audible
+            sB[i + 1] = sB[i] + audible * b
+            sB2[i + 1] = sB2[i] + audible * b * b
+        }
+        func stats(_ s: [Float], _ s2: [Float], _ from: Int, _ to: Int, _ count: Float) -> (mean: Float, sd: Float) {
+            let mean = (s[to] - s[from]) / count
+            return (mean, max(0, (s2[to] - s2[from]) / count - mean * mean).squareRoot())
+        }
+        let w = Float(side), fall = 3
+        var out: [(Int, Float)] = []
+        out.reserveCapacity(last - first + 1)
+        for k in first...max(first, last) where k <= last {
+            let i = k - lo
+            let lb = stats(sL, sL2, i - side, i, w), la = stats(sL, sL2, i, i + side, w)
+            var score = abs(la.mean - lb.mean) / (la.sd + lb.sd + 1) / 2
+            let ab = sA[i] - sA[i - side], aa = sA[i + side] - sA[i]
+            if ab >= w / 2, aa >= w / 2 {
+                let bb = stats(sB, sB2, i - side, i, ab), ba = stats(sB, sB2, i, i + side, aa)
+                score = max(score, abs(ba.mean - bb.mean) / (ba.sd + bb.sd + 0.05) / 2)
+            }
+            let dip = (sL[i + fall] - sL[i]) / Float(fall)
+            if dip < tuning.silentDb {
+                score = max(score, (lb.mean - dip) / (lb.sd + 1) / 10)
+            }
+            out.append((k, score))
+        }
+        return out
+    }
+}
