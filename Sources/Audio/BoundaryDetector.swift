@@ -9,8 +9,8 @@ import Foundation
 /// with their stream positions. A boundary between blocks scores, against the 250 ms either side
 /// of it, the larger of: a jump in level, a jump in brightness (audible blocks only), and a fall
 /// to near-silence. Each is a difference of means over the spread within the two sides, so a
-/// steady sound or a slow change scores low whatever its loudness, and a sudden change between
-/// two steady sounds scores high.
+/// steady sound or a slow change scores low whatever its loudness, a sudden change between two
+/// steady sounds scores high, and a click where a track is cut counts for nothing.
 ///
 /// A boundary is accepted only when it is clear: its score is at least `floor`, and at least
 /// `ratio` times that of any boundary more than a side away from it in the window. Gapless
@@ -134,40 +134,52 @@ struct BoundaryDetector {
         let first = Int(((nearMs - windowMs - baseMs) / Self.blockMs).rounded(.up))
         let last = Int(((nearMs + windowMs - baseMs) / Self.blockMs).rounded(.down))
         guard windowMs >= 0, first - side >= max(0, blocks - capacity), last + side <= blocks else { return nil }
-        // Prefix sums over the blocks the candidates look at.
+        // The blocks the candidates look at, in order; brightness only where audible.
         let lo = first - side, n = last + side - lo
-        var sL = [Float](repeating: 0, count: n + 1), sL2 = sL, sB = sL, sB2 = sL, sA = sL
+        var levels = [Float](repeating: 0, count: n), brights = [Float?](repeating: nil, count: n)
         for i in 0..<n {
-            let l = level[(lo + i) % capacity], b = bright[(lo + i) % capacity]
-            let audible: Float = l > tuning.silentDb ? 1 : 0
-            sL[i + 1] = sL[i] + l
-            sL2[i + 1] = sL2[i] + l * l
-            sA[i + 1] = sA[i] + audible
-            sB[i + 1] = sB[i] + audible * b
-            sB2[i + 1] = sB2[i] + audible * b * b
+            levels[i] = level[(lo + i) % capacity]
+            if levels[i] > tuning.silentDb { brights[i] = bright[(lo + i) % capacity] }
         }
-        func stats(_ s: [Float], _ s2: [Float], _ from: Int, _ to: Int, _ count: Float) -> (mean: Float, sd: Float) {
-            let mean = (s[to] - s[from]) / count
-            return (mean, max(0, (s2[to] - s2[from]) / count - mean * mean).squareRoot())
-        }
-        let w = Float(side), fall = 3
+        let fall = 3
         var out: [(Int, Float)] = []
         out.reserveCapacity(last - first + 1)
         for k in first...max(first, last) where k <= last {
             let i = k - lo
-            let lb = stats(sL, sL2, i - side, i, w), la = stats(sL, sL2, i, i + side, w)
-            var score = abs(la.mean - lb.mean) / (la.sd + lb.sd + 1) / 2
-            let ab = sA[i] - sA[i - side], aa = sA[i + side] - sA[i]
-            if ab >= w / 2, aa >= w / 2 {
-                let bb = stats(sB, sB2, i - side, i, ab), ba = stats(sB, sB2, i, i + side, aa)
-                score = max(score, abs(ba.mean - bb.mean) / (ba.sd + bb.sd + 0.05) / 2)
+            let lb = Self.spread(levels[(i - side)..<i]), la = Self.spread(levels[i..<(i + side)])
+            var score = abs(la.mean - lb.mean) / (la.spread + lb.spread + 1) / 2
+            let bb = brights[(i - side)..<i].compactMap { $0 }, ba = brights[i..<(i + side)].compactMap { $0 }
+            if bb.count >= side / 2, ba.count >= side / 2 {
+                let b = Self.robust(bb[...]), a = Self.robust(ba[...])
+                score = max(score, abs(a.mean - b.mean) / (a.spread + b.spread + 0.02) / 2)
             }
-            let dip = (sL[i + fall] - sL[i]) / Float(fall)
+            let dip = levels[i..<min(n, i + fall)].reduce(0, +) / Float(fall)
             if dip < tuning.silentDb {
-                score = max(score, (lb.mean - dip) / (lb.sd + 1) / 10)
+                score = max(score, (lb.mean - dip) / (lb.spread + 1) / 10)
             }
             out.append((k, score))
         }
         return out
+    }
+
+    /// The mean (which moves block by block as a candidate nears the boundary, so the best is
+    /// where the change is) and the standard deviation.
+    static func spread(_ values: ArraySlice<Float>) -> (mean: Float, spread: Float) {
+        guard !values.isEmpty else { return (0, 0) }
+        let mean = values.reduce(0, +) / Float(values.count)
+        return (mean, (values.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Float(values.count)).squareRoot())
+    }
+
+    /// The mean (which moves block by block as a candidate nears the boundary, so the best is
+    /// where the change is) and a spread that one odd block (a click where a track is cut) does
+    /// not inflate: the standard deviation, or the median absolute deviation scaled to a normal
+    /// distribution's deviation if that is less.
+    static func robust(_ values: ArraySlice<Float>) -> (mean: Float, spread: Float) {
+        guard !values.isEmpty else { return (0, 0) }
+        let sorted = values.sorted()
+        let median = sorted[sorted.count / 2]
+        let deviations = sorted.map { abs($0 - median) }.sorted()
+        let (mean, sd) = spread(values)
+        return (mean, min(sd, 1.4826 * deviations[deviations.count / 2]))
     }
 }

@@ -1,26 +1,32 @@
 import Support
 import Synchronization
 
-/// A track change the server announced, to be looked for in the audio when it is heard.
+/// A track change the server announced, to be looked for in the audio.
+///
+/// It is expected in the stream where the live edge was `serverDelayMs` after the server
+/// switched: at the position that arrived, had every page come on time, at `changedAtMs` +
+/// `serverDelayMs`. Stream positions, not moments heard: a stall or an underrun between the
+/// change and the look moves what is heard, not where the change is in the stream.
 public struct BoundaryRequest: Sendable, Equatable {
-    /// When the change is expected to leave the speaker here, monotonic ms.
-    public var heardAtMs: Int
-    /// How far either side of that to look.
-    public var windowMs: Int
-    /// The server's delay the expectation was made with; handed back with the answer.
+    /// When the server switched (its event arrived), monotonic ms.
+    public var changedAtMs: Int
+    /// The server's delay the expectation is made with; handed back with the answer.
     public var serverDelayMs: Int
+    /// How far either side of the expected position to look.
+    public var windowMs: Int
 
-    public init(heardAtMs: Int, windowMs: Int, serverDelayMs: Int) {
-        self.heardAtMs = heardAtMs
-        self.windowMs = windowMs
+    public init(changedAtMs: Int, serverDelayMs: Int, windowMs: Int) {
+        self.changedAtMs = changedAtMs
         self.serverDelayMs = serverDelayMs
+        self.windowMs = windowMs
     }
 }
 
 /// The answer to a `BoundaryRequest`.
 public struct BoundaryHeard: Sendable, Equatable {
     public var request: BoundaryRequest
-    /// Where the clear boundary is heard against the expectation, ms (positive: later); nil when
+    /// Where the clear boundary is against the expectation, ms of stream (positive: later, the
+    /// server's delay is that much longer); nil when
     /// none was clear (gapless, a crossfade, silence, a pause in the music nearby) or the audio
     /// around it was not all decoded on one connection.
     public var offsetMs: Int?
@@ -67,16 +73,17 @@ struct BoundaryWatch {
     /// A request not answered this long after its time is dropped (the stream stopped or lags).
     static let expiryMs = 30_000
 
-    /// `f` was decoded at stream position `atMs`; `originMs` and `delayMs` (HeardDelayEstimator)
-    /// place positions in heard time: position p leaves the speaker at origin + p + delay.
+    /// `f` was decoded at stream position `atMs`; `originMs` (HeardDelayEstimator) places
+    /// positions in time: position p arrives on time at origin + p.
     mutating func decoded(_ f: DecodedFrame, atMs: Double, requests: BoundaryRequests, originMs: Double?,
-                          delayMs: Int?, nowMs: Int, answer: (BoundaryHeard) -> Void) {
+                          nowMs: Int, answer: (BoundaryHeard) -> Void) {
         detector.add(planes: f.planes, channels: f.format.channels, samples: f.samples, bits: f.format.bitsPerSample,
                      sampleRate: f.format.sampleRate, atMs: atMs)
         waiting += requests.take()
-        guard !waiting.isEmpty, let originMs, let delayMs else { return }
+        guard !waiting.isEmpty, let originMs else { return }
         waiting.removeAll { r in
-            let near = Double(r.heardAtMs) - originMs - Double(delayMs)
+            let expectedAtMs = r.changedAtMs.adding(saturating: r.serverDelayMs)
+            let near = Double(expectedAtMs) - originMs
             let window = Double(max(0, r.windowMs))
             if detector.isReady(nearMs: near, windowMs: window) {
                 let found = detector.find(nearMs: near, windowMs: window)
@@ -87,7 +94,7 @@ struct BoundaryWatch {
                 answer(BoundaryHeard(request: r, offsetMs: offset))
                 return true
             }
-            if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: r.heardAtMs) > Self.expiryMs {
+            if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: expectedAtMs) > Self.expiryMs {
                 answer(BoundaryHeard(request: r, offsetMs: nil))
                 return true
             }

@@ -20,8 +20,6 @@ struct HeardDelayEstimator {
     private(set) var onTimeOriginMs: Double? = nil
     private var lastArrivalMs = 0
     private var smoothedMs = 0.0
-    /// The newest `delayMs`, or nil before the first.
-    var lastDelayMs: Int? { onTimeOriginMs == nil || smoothedMs == 0 ? nil : Int(smoothedMs) }
 
     init(creep: Double = StreamTuning.originCreep, smoothing: Double = StreamTuning.delaySmoothing) {
         self.creep = creep

@@ -64,7 +64,7 @@ final class StreamOutput: BurstWatcher {
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
         if let requests = settings.boundaries {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
-                                  delayMs: delay.lastDelayMs, nowMs: monotonicMs(), answer: settings.onBoundary)
+                                  nowMs: monotonicMs(), answer: settings.onBoundary)
         }
         if joining {
             converter.convert(f, volume: gain.value, into: &pcm)

@@ -62,13 +62,13 @@ extension BridgeState {
         config.heardSyncLearn && learner.startMs == config.serverDelayMs ? learner.estimateMs : config.serverDelayMs
     }
 
-    /// A track change the server announced will be heard at `heardAtMs`: look for it in the music,
-    /// when that moment comes from the stream's own measure (not a guess while it connects).
-    mutating func lookForBoundary(heardAtMs: Int, _ m: Moment, _ fx: inout [Effect]) {
-        guard config.heardSyncLearn, server.localStream == .playing, m.streamDelayMs > 0 else { return }
+    /// The server announced a track change now: look for it in the music, while this computer
+    /// plays the stream.
+    mutating func lookForBoundary(_ m: Moment, _ fx: inout [Effect]) {
+        guard config.heardSyncLearn, server.localStream == .playing else { return }
         if learner.startMs != config.serverDelayMs { learner = ServerDelayLearner(startMs: config.serverDelayMs) }
         let window = learner.boundaries == 0 ? Self.firstBoundaryWindowMs : Self.boundaryWindowMs
-        fx.append(.stream(.findBoundary(BoundaryRequest(heardAtMs: heardAtMs, windowMs: window, serverDelayMs: serverDelayMs))))
+        fx.append(.stream(.findBoundary(BoundaryRequest(changedAtMs: m.nowMs, serverDelayMs: serverDelayMs, windowMs: window))))
     }
 
     /// Where a change looked for was heard: the learned delay follows.
@@ -77,7 +77,7 @@ extension BridgeState {
         guard config.heardSyncLearn, learner.startMs == config.serverDelayMs else { return }
         let sample = b.offsetMs.map { b.request.serverDelayMs.adding(saturating: $0) }
         let step = learner.heard(sampleMs: sample, atMs: m.nowMs)
-        let said = sample.map { "a clear boundary \(b.offsetMs ?? 0) ms from where it was expected (server delay \($0) ms)" }
+        let said = sample.map { "a clear boundary \(b.offsetMs ?? 0) ms from where it was expected: the server's delay \($0) ms" }
             ?? "no clear boundary at the track change"
         fx.append(.log(.debug, "heard-now: \(said)"))
         if abs(step) > 50 {

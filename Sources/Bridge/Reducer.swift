@@ -99,7 +99,7 @@ extension BridgeState {
         let now = m.nowMs
         let userAsked = userChangedTrackAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
         let delay = heardDelayMs(m)
-        if isStart && delay > 0 { lookForBoundary(heardAtMs: now.adding(saturating: delay), m, &fx) }
+        if isStart && delay > 0 { lookForBoundary(m, &fx) }
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.

@@ -109,6 +109,10 @@ final class BoundaryDetectorTests: XCTestCase {
             ("chord to noise, same level", {
                 $0.add(3, rms: 0.2, Synth.chord([220, 277.2, 329.6])); $0.add(3, rms: 0.2, Synth.noise)
             }),
+            ("tone to tone, cut with a click and a 20 ms gap", {
+                $0.add(3, rms: 0.35, Synth.tone(440)); $0.add(0.002, rms: 0.9, Synth.noise); $0.add(0.018, rms: 0, Synth.silence)
+                $0.add(2.98, rms: 0.35, Synth.tone(660))
+            }),
             ("a level jump, same sound", { $0.add(3, rms: 0.3, Synth.noise); $0.add(3, rms: 0.06, Synth.noise) }),
             ("a short gap between like tones", {
                 $0.add(3, rms: 0.3, Synth.tone(440)); $0.add(0.08, rms: 0, Synth.silence); $0.add(2.92, rms: 0.3, Synth.tone(440))
@@ -173,16 +177,16 @@ final class BoundaryDetectorTests: XCTestCase {
         XCTAssertLessThan(abs(learner.estimateMs - 400), 50, "moved by \(learner.estimateMs - 400) ms over \(n) changes")
     }
 
-    /// The decoder thread's side: a request in heard time (monotonic ms) is answered once the
-    /// audio around it is decoded, with the offset in heard time. Position p is heard at
-    /// origin + p + delay: origin 1000 ms, delay 500 ms; the boundary at position 3000 is heard
-    /// at 4500, and the request expected it at 4800.
-    func testTheWatchAnswersInHeardTime() {
+    /// The decoder thread's side: a request is answered once the audio around it is decoded,
+    /// with the offset in stream positions. Position p arrives on time at origin + p: origin
+    /// 1000 ms; the boundary at position 3000 left the server at 4000 ms. The server switched at
+    /// 3600 ms and was thought to take 700 ms: expected at 4300 ms, position 3300.
+    func testTheWatchAnswersInStreamPositions() {
         var s = Synth()
         s.add(3, rms: 0.3, Synth.tone(440)); s.add(3, rms: 0.3, Synth.tone(660))
         let requests = BoundaryRequests()
-        let late = BoundaryRequest(heardAtMs: 4800, windowMs: 1500, serverDelayMs: 400)
-        let lost = BoundaryRequest(heardAtMs: -9000, windowMs: 1500, serverDelayMs: 400)
+        let late = BoundaryRequest(changedAtMs: 3600, serverDelayMs: 700, windowMs: 1500)
+        let lost = BoundaryRequest(changedAtMs: -9000, serverDelayMs: 700, windowMs: 1500)
         requests.add(late)
         requests.add(lost)
         var watch = BoundaryWatch()
@@ -191,7 +195,7 @@ final class BoundaryDetectorTests: XCTestCase {
         let format = AudioFormat(sampleRate: Synth.rate, channels: 2, bitsPerSample: 16)
         s.frames(startMs: 0) { planes, count, atMs in
             let f = DecodedFrame(format: format, samples: count, planes: planes)
-            watch.decoded(f, atMs: atMs, requests: requests, originMs: 1000, delayMs: 500, nowMs: 0) {
+            watch.decoded(f, atMs: atMs, requests: requests, originMs: 1000, nowMs: 0) {
                 answers.append($0)
                 if $0.request == late { answeredAtMs = atMs }
             }

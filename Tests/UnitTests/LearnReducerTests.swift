@@ -26,8 +26,21 @@ final class LearnReducerTests: XCTestCase {
         var r = Rig()
         r.learning = true
         r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
-        XCTAssertEqual(r.take().first, "look for the change at 11400 ms")
+        XCTAssertEqual(r.take().first, "look for the change of 10000 ms, 400 ms on")
         XCTAssertEqual(r.state.learner.lookedAt, 0)
+    }
+
+    /// While the stream connects nothing is decoded to look in.
+    func testNothingIsLookedForWhileTheStreamConnects() {
+        var r = Rig()
+        r.learning = true
+        r.feed(.streamStatus(.buffering, sequence: 2))
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
+        XCTAssertGreaterThan(r.state.heardDelayMs(r.moment), 0, "held all the same")
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("look for") })
+        r.feed(.streamStatus(.playing, sequence: 3))
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.three)))
+        XCTAssertTrue(r.take().contains { $0.hasPrefix("look for") }, "not looked for while playing")
     }
 
     func testClearBoundariesMoveTheDelayAndAmbiguousOnesDoNot() {
@@ -61,7 +74,7 @@ final class LearnReducerTests: XCTestCase {
         c.heardSyncLearn = false
         var r = Rig(config: c)
         XCTAssertNil(change(&r, to: ReducerTests.two, answer: nil), "looked for with learning off")
-        r.feed(.boundaryHeard(BoundaryHeard(request: BoundaryRequest(heardAtMs: 1, windowMs: 1500, serverDelayMs: 400),
+        r.feed(.boundaryHeard(BoundaryHeard(request: BoundaryRequest(changedAtMs: 1, serverDelayMs: 400, windowMs: 1500),
                                             offsetMs: 900)))
         XCTAssertEqual(r.state.serverDelayMs, 400)
         XCTAssertEqual(r.state.heardDelayMs(r.moment), 1400)

@@ -62,7 +62,7 @@ final class ReducerTests: XCTestCase {
                 case .call(let c):
                     if case .resync = c { trace.append("call resync"); break }
                     if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
-                case .stream(.findBoundary(let r)): if learning { trace.append("look for the change at \(r.heardAtMs) ms") }
+                case .stream(.findBoundary(let r)): if learning { trace.append("look for the change of \(r.changedAtMs) ms, \(r.serverDelayMs) ms on") }
                 case .stream(let c): trace.append("stream \(c)")
                 case .fetchArt(let t): trace.append("art \(t.name ?? "")")
                 case .fetchCovers: break
