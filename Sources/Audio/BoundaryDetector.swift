@@ -120,11 +120,17 @@ struct BoundaryDetector {
 
     /// The clear boundary within `windowMs` of `nearMs`, or nil (none clear, or not all kept).
     func find(nearMs: Double, windowMs: Double) -> Found? {
+        best(nearMs: nearMs, windowMs: windowMs).flatMap { isClear($0) ? $0 : nil }
+    }
+
+    func isClear(_ f: Found) -> Bool { f.score >= tuning.floor && f.score >= tuning.ratio * f.runnerUp }
+
+    /// The best candidate within `windowMs` of `nearMs`, clear or not; nil when not all is kept.
+    func best(nearMs: Double, windowMs: Double) -> Found? {
         guard let scores = scores(nearMs: nearMs, windowMs: windowMs), let best = scores.indices.max(by: { scores[$0].1 < scores[$1].1 }) else { return nil }
         let (k, score) = scores[best]
         let side = tuning.sideBlocks
         let runnerUp = scores.filter { abs($0.0 - k) > side }.map(\.1).max() ?? 0
-        guard score >= tuning.floor, score >= tuning.ratio * runnerUp else { return nil }
         return Found(positionMs: baseMs + Double(k) * Self.blockMs, score: score, runnerUp: runnerUp)
     }
 

@@ -86,15 +86,17 @@ struct BoundaryWatch {
             let near = Double(expectedAtMs) - originMs
             let window = Double(max(0, r.windowMs))
             if detector.isReady(nearMs: near, windowMs: window) {
-                let found = detector.find(nearMs: near, windowMs: window)
-                let offset = found.map { Int(($0.positionMs - near).rounded()) }
-                if let found, let offset {
-                    Log.debug("heard-now: a boundary \(offset) ms from where it was expected (score \(found.score), next best \(found.runnerUp))")
+                let best = detector.best(nearMs: near, windowMs: window)
+                let clear = best.map(detector.isClear) ?? false
+                if let best {
+                    Log.debug("heard-now: the best boundary \(Int((best.positionMs - near).rounded())) ms from where it was "
+                              + "expected scores \(best.score), the next \(best.runnerUp): \(clear ? "clear" : "not clear")")
                 }
-                answer(BoundaryHeard(request: r, offsetMs: offset))
+                answer(BoundaryHeard(request: r, offsetMs: clear ? best.map { Int(($0.positionMs - near).rounded()) } : nil))
                 return true
             }
             if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: expectedAtMs) > Self.expiryMs {
+                Log.debug("heard-now: the audio around the change was not all decoded on this connection")
                 answer(BoundaryHeard(request: r, offsetMs: nil))
                 return true
             }
