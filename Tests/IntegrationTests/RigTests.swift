@@ -65,6 +65,62 @@ final class RigTests: XCTestCase {
             XCTAssertNotEqual(started?.track.name, before)
         }
     }
+
+    /// The impaired link (#24): with a stall plan, nothing Icecast sends reaches the listener for
+    /// the stall, and what was held arrives at its end as one burst. Measured by a plain HTTP
+    /// listener through the link (Tests/Fixtures/arrivals.py, password on stdin), lined up with the
+    /// link's own log on the shared monotonic clock. Margins: 0.3 s at the stall's start for the
+    /// listener's own scheduling; the burst is counted in the first two reads after the stall,
+    /// whenever they come. Then the plan is changed while the link runs.
+    func testLinkStallHoldsTheStreamAndReleasesItAsABurst() throws {
+        let rig = try Rig.get()
+        let name = "stall-test"
+        let link = try XCTUnwrap(rig.command(["cmd": "link", "name": name,
+                                              "plan": ["stall_ms": 1200, "every_s": 3]]) as? [String: Any])
+        let url = try XCTUnwrap(link["stream_url"] as? String)
+        let since = try XCTUnwrap(link["since"] as? Double)
+        let fixture = Rig.projectRoot.appendingPathComponent("Tests/Fixtures/arrivals.py").path
+        let run = try runCommand(["python3", fixture, url, "6"], stdin: "listener:\(rig.info.password)\n", timeout: 30)
+        struct Arrivals: Decodable { let status: Int?; let start: Double; let reads: [[Double]] }
+        let heard = try JSONDecoder().decode(Arrivals.self, from: Data(run.out.utf8))
+        XCTAssertEqual(heard.status, 200, "through the link: \(run.err)")
+        let reads = heard.reads.map { (t: $0[0], bytes: Int($0[1])) }
+        let end = try XCTUnwrap(reads.last?.t, "nothing came through the link")
+        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
+        let events = try XCTUnwrap(log["events"] as? [[String: Any]])
+        // The first stall wholly within what was heard, as the link scheduled it.
+        let stall = try XCTUnwrap(events.first {
+            $0["event"] as? String == "stall" && ($0["from"] as? Double ?? 0) > heard.start
+                && ($0["until"] as? Double ?? .infinity) < end
+        }, "no stall within the capture: \(events)")
+        let from = try XCTUnwrap(stall["from"] as? Double), until = try XCTUnwrap(stall["until"] as? Double)
+        XCTAssertEqual(until - from, 1.2, accuracy: 0.001)
+        let burst = try XCTUnwrap(events.first { $0["event"] as? String == "burst" && ($0["t"] as? Double ?? 0) >= until },
+                                  "the link held nothing: \(events)")
+        let held = try XCTUnwrap(burst["bytes"] as? Int)
+        XCTAssertGreaterThan(held, 0)
+        XCTAssertTrue(reads.contains { $0.t > heard.start && $0.t < from }, "nothing came before the stall")
+        let during = reads.filter { $0.t > from + 0.3 && $0.t < until }
+        XCTAssertEqual(during.map(\.bytes).reduce(0, +), 0, "data reached the listener during the stall: \(during)")
+        let after = reads.filter { $0.t >= until }
+        let first = try XCTUnwrap(after.first, "nothing after the stall")
+        XCTAssertGreaterThanOrEqual(after.prefix(2).map(\.bytes).reduce(0, +), held,
+                                    "the held data did not arrive as a burst: \(after.prefix(4))")
+        let lastBefore = reads.last { $0.t < until }?.t ?? heard.start
+        print(String(format: "link stall %.3f–%.3f s: last read before it at %.3f s, burst of %d bytes heard at %.3f s"
+                      + " (%d bytes in the first read)", from - heard.start, until - heard.start,
+                     lastBefore - heard.start, held, first.t - heard.start, first.bytes))
+
+        // A new plan while the link runs: it takes effect, logged, on the same port.
+        let clean = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
+        XCTAssertEqual(clean["port"] as? Int, link["port"] as? Int)
+        XCTAssertEqual((clean["plan"] as? [String: Any])?.isEmpty, true)
+        let cleanSince = try XCTUnwrap(clean["since"] as? Double)
+        let later = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": cleanSince]) as? [String: Any])
+        XCTAssertEqual(((later["events"] as? [[String: Any]])?.first)?["event"] as? String, "plan")
+        XCTAssertThrowsError(try rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": -1, "every_s": 3]]),
+                             "a negative stall is refused")
+    }
 }
 
 final class EventCollector: MopidyEventStreamDelegate {
