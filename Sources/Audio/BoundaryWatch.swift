@@ -46,6 +46,13 @@ public protocol StreamBoundaryDelegate: AnyObject, Sendable {
 /// Requests from any thread to the decoder thread, which takes them with each frame.
 final class BoundaryRequests: Sendable {
     private let pending = Mutex<[BoundaryRequest]>([])
+    private let on = Atomic<Bool>(true)
+
+    /// Whether the decoder feeds the detector at all.
+    var watching: Bool {
+        get { on.load(ordering: .relaxed) }
+        set { on.store(newValue, ordering: .relaxed) }
+    }
     /// Requests older than this many are dropped (no stream plays them).
     static let limit = 16
 

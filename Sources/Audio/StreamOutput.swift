@@ -62,7 +62,7 @@ final class StreamOutput: BurstWatcher {
         stats.decoded(samples: f.samples, format: f.format)
         let atMs = delay.decodedMs
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
-        if let requests = settings.boundaries {
+        if let requests = settings.boundaries, requests.watching {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
                                   nowMs: monotonicMs(), answer: settings.onBoundary)
         }

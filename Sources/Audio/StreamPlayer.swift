@@ -78,6 +78,10 @@ public final class StreamPlayer: @unchecked Sendable {
     /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded.
     public func findBoundary(_ r: BoundaryRequest) { boundaries.add(r) }
 
+    /// Whether the decoder keeps what it needs to find boundaries (a few numbers per 10 ms of
+    /// audio): only while the server's delay is learned.
+    public func watchBoundaries(_ on: Bool) { boundaries.watching = on }
+
     /// Replaces the configuration (e.g. a new password after SIGHUP); reconnects if playing.
     public func update(config: StreamConfig) {
         monitor.withLock { _config = config }

@@ -53,6 +53,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         state = BridgeState(config: config, canRaise: Bridge.browser != nil)
         latest = Mutex(state)
         stream = state.streamConfig.map { StreamPlayer(config: $0, delegate: nil) }
+        stream?.watchBoundaries(config.heardSync && config.heardSyncLearn)
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
                          due: { [weak self] in self?.run(.due) })
     }
@@ -83,7 +84,10 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
 
     /// A new configuration (SIGHUP).
-    public func reload(_ new: Config) { loop.submit(.reload(new), whenFull: .always) }
+    public func reload(_ new: Config) {
+        stream?.watchBoundaries(new.heardSync && new.heardSyncLearn)
+        loop.submit(.reload(new), whenFull: .always)
+    }
 
     // MARK: - The runner (on "bridge")
 
