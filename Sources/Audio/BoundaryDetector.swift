@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Finds where one track gives way to the next in decoded audio, near where it is expected.
 /// Pure: samples and positions are inputs. On the decoder thread.
