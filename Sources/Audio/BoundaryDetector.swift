@@ -6,12 +6,12 @@ import Glibc
 /// Each 10 ms block of the mono mix keeps two numbers, from one pair of neighbouring samples in
 /// four: its level (dBFS) and its brightness, the RMS frequency as log2 of √(Σ(Δx)² / Σx²),
 /// which moves smoothly when two sounds overlap (a crossfade) and jumps when one sound replaces
-/// another. The last few seconds of blocks are kept
-/// with their stream positions. A boundary between blocks scores, against the 250 ms either side
-/// of it, the larger of: a jump in level, a jump in brightness (audible blocks only), and a fall
-/// to near-silence. Each is a difference of means over the spread within the two sides, so a
-/// steady sound or a slow change scores low whatever its loudness, a sudden change between two
-/// steady sounds scores high, and a click where a track is cut counts for nothing.
+/// another. The last few seconds of blocks are kept with their stream positions. A boundary
+/// between blocks scores, against the 250 ms either side of it, the larger of: a jump in level,
+/// a jump in brightness (audible blocks only), and a fall to near-silence. Each is a difference
+/// of means over the spread within the two sides, so a steady sound or a slow change scores low
+/// whatever its loudness, a sudden change between two steady sounds scores high, and a click
+/// where a track is cut counts for nothing.
 ///
 /// A boundary is accepted only when it is clear: its score is at least `floor`, and at least
 /// `ratio` times that of any boundary more than a side away from it in the window. Gapless
@@ -21,7 +21,8 @@ struct BoundaryDetector {
     struct Tuning {
         /// Blocks either side of a boundary that it is measured against.
         var sideBlocks = 25
-        /// The least score accepted (a 6 dB step, a quarter octave, a fall of 30 dB).
+        /// The least score accepted (a clean 6 dB step, a clean jump of about a sixth of an
+        /// octave, a clean fall of 30 dB).
         var floor: Float = 3
         /// How far the best must stand above any other candidate.
         var ratio: Float = 2
@@ -99,7 +100,8 @@ struct BoundaryDetector {
             let n = min(samples - i, blockSamples - inBlock)
             var j = i
             while j + 1 < i + n {
-                let x0 = Int64((a[j] >> shift) &+ (b[j] >> shift)), x1 = Int64((a[j + 1] >> shift) &+ (b[j + 1] >> shift))
+                let x0 = Int64((a[j] >> shift) &+ (b[j] >> shift))
+                let x1 = Int64((a[j + 1] >> shift) &+ (b[j + 1] >> shift))
                 sumSquares &+= x0 &* x0
                 sumDiffs &+= (x1 &- x0) &* (x1 &- x0)
                 pairs &+= 1
@@ -145,7 +147,8 @@ struct BoundaryDetector {
 
     /// The best candidate within `windowMs` of `nearMs`, clear or not; nil when not all is kept.
     func best(nearMs: Double, windowMs: Double) -> Found? {
-        guard let scores = scores(nearMs: nearMs, windowMs: windowMs), let best = scores.indices.max(by: { scores[$0].1 < scores[$1].1 }) else { return nil }
+        guard let scores = scores(nearMs: nearMs, windowMs: windowMs),
+              let best = scores.indices.max(by: { scores[$0].1 < scores[$1].1 }) else { return nil }
         let (k, score) = scores[best]
         let side = tuning.sideBlocks
         let runnerUp = scores.filter { abs($0.0 - k) > side }.map(\.1).max() ?? 0
