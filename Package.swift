@@ -41,7 +41,7 @@ let package = Package(
         .executableTarget(name: "groove-decode-bench", dependencies: ["Audio"]),
         // The reducer and the MPRIS call handler under libFuzzer (scripts/fuzz builds it with
         // -sanitize=fuzzer,address -DFUZZING); a normal build replays saved inputs. Not installed.
-        .executableTarget(name: "groove-bridge-fuzz", dependencies: ["Support", "DBus", "MPRIS", "Mopidy", "Audio", "Bridge"],
+        .executableTarget(name: "groove-bridge-fuzz", dependencies: ["Support", "DBus", "Net", "MPRIS", "Mopidy", "Audio", "Bridge"],
                           path: "Fuzz/BridgeFuzz"),
 
         .testTarget(name: "UnitTests", dependencies: ["Support", "Net", "Mopidy", "DBus", "MPRIS", "Audio", "Bridge"]),

@@ -12,6 +12,7 @@ import Bridge
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import Support
 @preconcurrency import Glibc
 
@@ -113,13 +114,18 @@ struct Choices {
         case 1: return .neighbours(next: bool() ? nil : int(), previous: bool() ? nil : int())
         case 2: return .options(repeatOn: bool(), single: bool(), random: bool())
         case 3: return .done(call())
-        default: return .failed(call(), reason: string())
+        default: return .failed(call(), reason: reason())
         }
     }
 
     mutating func streamStatus() -> StreamStatus {
         pick([.stopped, .connecting, .buffering, .playing, .paused, .reconnecting(inMs: int(), reason: string()),
-              .failed(reason: string(), retryInMs: int())])
+              .failed(reason: reason(), retryInMs: int())])
+    }
+
+    /// A failure, a refusal one time in four.
+    mutating func reason() -> FailureReason {
+        FailureReason(byte() % 4 == 0 ? .unauthorized(httpStatus: pick([401, 403])) : .other, string())
     }
 
     mutating func config() -> Config {
@@ -224,7 +230,7 @@ func run(_ bytes: [UInt8]) {
         case 3:
             sequence += c.pick([1, 1, -1])
             inputs = [.streamStatus(c.streamStatus(), sequence: sequence)]
-        case 4: inputs = [c.bool() ? .eventsConnected : .eventsDisconnected(reason: c.string())]
+        case 4: inputs = [c.bool() ? .eventsConnected(url: c.pick(["ws://127.0.0.1:1/mopidy/ws", "ws://h:8180/ws/mopidy", c.string()])) : .eventsDisconnected(reason: c.reason())]
         case 5: inputs = [.reload(c.config())]
         case 6: inputs = [c.bool() ? .artReady(trackURI: c.string(), file: c.bool() ? nil : "file:///a.jpg")
                                    : .coverReady(trackURI: c.pick(["local:track:1", c.string()]), file: c.bool() ? nil : "file:///b.jpg")]

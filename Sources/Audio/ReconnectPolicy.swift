@@ -45,12 +45,15 @@ struct ReconnectPolicy {
             return .reconnecting(inMs: schedule.delayMs(after: .transient, sinceFirstFailureMs: since), reason: reason)
         }
         if let failure = outcome.failure {
-            return failure.permanent ? .failed(reason: failure.reason, retryInMs: slowRetryMs) : transient(failure.reason)
+            return failure.permanent ? .failed(reason: FailureReason(failure.reason), retryInMs: slowRetryMs)
+                : transient(failure.reason)
         }
         switch outcome.end {
         case .httpStatus(let code) where code == 401 || code == 403:
             let who = user.map { " for user '\($0)'" } ?? ""
-            return .failed(reason: "stream refused the password\(who) at \(url) (HTTP \(code))", retryInMs: slowRetryMs)
+            return .failed(reason: FailureReason(.unauthorized(httpStatus: code),
+                                                 "stream refused the password\(who) at \(url) (HTTP \(code))"),
+                           retryInMs: slowRetryMs)
         case .httpStatus(404):
             // Icecast answers 404 for a mount whose source has not reconnected yet: the server
             // is on its way back, so it is retried like any other transient failure.
@@ -62,7 +65,7 @@ struct ReconnectPolicy {
         case .failed(let message):
             return transient("\(url): \(message)")
         case .untrusted(let message):
-            return .failed(reason: "\(url): \(message) (a server with its own certificate authority: set ca_file)",
+            return .failed(reason: FailureReason("\(url): \(message) (a server with its own certificate authority: set ca_file)"),
                            retryInMs: slowRetryMs)
         case .finished, .stoppedByConsumer:
             return transient("\(url) ended the stream")

@@ -1,3 +1,5 @@
+import Net
+
 public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
     case stopped
     case connecting
@@ -6,8 +8,9 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
     case paused
     case reconnecting(inMs: Int, reason: String)
     /// A problem that waiting will not fix by itself (wrong password, not FLAC, no such mount);
-    /// retried slowly all the same, in case the server is fixed.
-    case failed(reason: String, retryInMs: Int)
+    /// retried slowly all the same, in case the server is fixed. `reason.kind` says whether the
+    /// password was refused.
+    case failed(reason: FailureReason, retryInMs: Int)
     /// The sound output went away while playing (`OutputLostAction.pause`): not listening, as
     /// after a pause; Play plays again.
     case outputLost(reason: String)
@@ -29,7 +32,7 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
     var retry: (reason: String, delayMs: Int)? {
         switch self {
         case .reconnecting(let ms, let r): return (r, ms)
-        case .failed(let r, let ms): return (r, ms)
+        case .failed(let r, let ms): return (r.message, ms)
         default: return nil
         }
     }

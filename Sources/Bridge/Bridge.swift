@@ -2,6 +2,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import Support
 import Synchronization
 
@@ -16,9 +17,9 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     public let client: MopidyClient
     /// Where Mopidy may answer on the route in use, in order of preference: one layout when the
     /// URLs are configured, Groove Audio's then plain Mopidy's from a host alone. The event
-    /// stream tries them on every (re)connect and the RPC client follows the one that answered.
-    public var layouts: [MopidyEndpoints] { routeLayouts.withLock { $0 } }
-    private let routeLayouts: Mutex<[MopidyEndpoints]>
+    /// stream tries them on every (re)connect and the RPC client follows the one that answered
+    /// (`.useLayout`). The reducer keeps them (`LinkState.layouts`) and decides on "bridge".
+    public var layouts: [MopidyEndpoints] { latest.withLock { $0.link.layouts ?? [] } }
     /// This computer's stream; nil when no stream URL is known.
     public let stream: StreamPlayer?
 
@@ -46,11 +47,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     public init(config: Config, layouts: [MopidyEndpoints], artDirectory: String,
                 onQuit: @escaping @Sendable () -> Void) {
         precondition(!layouts.isEmpty, "Bridge needs at least one Mopidy layout")
-        routeLayouts = Mutex(layouts)
         client = MopidyClient(endpoints: layouts[0])
         art = ArtCache(directory: artDirectory)
         self.onQuit = onQuit
-        state = BridgeState(config: config, canRaise: Bridge.browser != nil)
+        state = BridgeState(config: config, canRaise: !webOpeners.isEmpty)
+        state.link.layouts = layouts
         latest = Mutex(state)
         stream = state.streamConfig.map { StreamPlayer(config: $0, delegate: nil) }
         stream?.watchBoundaries(config.heardSync && config.heardSyncLearn)
@@ -133,17 +134,16 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             }
         case .route(_, let layouts):
             guard let first = layouts.first else { return }
-            routeLayouts.withLock { $0 = layouts }
             client.use(first)
             events?.reconnect(urls: layouts.map(\.wsURL))
+        case .useLayout(let layout): client.use(layout)
         case .probe(let route, let layouts, let stream):
             probeWorker.submit { [weak self] in
                 let (answered, detail) = RouteProbe.run(layouts, stream: stream)
                 self?.loop.submit(.probed(route, answered: answered, detail: detail), whenFull: .always)
             }
         case .openWebInterface:
-            guard let opener = Bridge.browser else { return }
-            spawnDetached([opener, client.endpoints.httpBase + "/"])
+            WebOpener.open(client.endpoints.httpBase + "/", ways: webOpeners)
         case .quit: onQuit()
         case .log(let level, let text): Log.write(level, text)
         case .signal(let iface, let member, let args): service?.emit(iface, member, args)
@@ -152,7 +152,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         }
     }
 
-    static let browser: String? = findExecutable("xdg-open")
+    /// How Raise opens the web interface from outside the bridge's sandbox (`WebOpener`).
+    private let webOpeners = WebOpener.ways()
 
     /// The moment as the reducer is told it: the clock, and the stream's measured delay.
     private var now: Moment { Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0) }
@@ -163,7 +164,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         rpc.submit { [weak self] in
             guard let self else { return }
             let reply: Reply
-            do throws(MopidyError) { reply = try execute(c) } catch { reply = .failed(c, reason: error.description) }
+            do throws(MopidyError) { reply = try execute(c) } catch { reply = .failed(c, reason: error.reason) }
             loop.submit(.reply(reply), whenFull: .wait)
         }
     }
@@ -192,20 +193,10 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             return .tracklist(try client.tracklistAroundCurrent(count: BridgeTuning.trackListLength + 1))
         case .refreshPlaylists:
             return .playlists(try client.playlists().map { PlaylistInfo(uri: $0.uri, name: $0.name) })
-        case .addTrack(let uri, let after, let play):
-            let position = try after.flatMap { tlid throws(MopidyError) in try client.index(tlid: tlid).map { $0 + 1 } } ?? 0
-            guard let added = try client.add(uris: [uri], at: position).first else {
-                throw MopidyError.badReply(url: client.endpoints.rpcURL, reason: "Mopidy added nothing for \(uri)")
-            }
-            if play { try client.play(tlid: added.tlid) }
+        case .addTrack(let uri, let after, let play): try client.addTrack(uri: uri, afterTlid: after, play: play)
         case .removeTrack(let tlid): try client.remove(tlid: tlid)
         case .goTo(let tlid): try client.play(tlid: tlid)
-        case .activatePlaylist(let uri):
-            let items = try client.playlistItems(uri: uri)
-            try client.clearTracklist()
-            let added = try client.add(uris: items, at: nil)
-            if let first = added.first { try client.play(tlid: first.tlid) }
-            return .activated(uri: uri, tlids: added.map(\.tlid))
+        case .activatePlaylist(let uri): return .activated(uri: uri, tlids: try client.activatePlaylist(uri: uri))
         case .play: try client.play()
         case .resume: try client.resume()
         case .pause: try client.pause()
@@ -219,11 +210,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             try client.setOption("repeat", status != .none)
             try client.setOption("single", status == .track)
         case .setRandom(let on): try client.setOption("random", on)
-        case .open(let uri):
-            guard let first = try client.add(uris: [uri]).first else {
-                throw MopidyError.badReply(url: client.endpoints.rpcURL, reason: "Mopidy added nothing for \(uri)")
-            }
-            try client.play(tlid: first.tlid)
+        case .open(let uri): try client.open(uri: uri)
         }
         return .done(c)
     }
@@ -271,21 +258,13 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         }
     }
 
-    /// On "mopidy-events".
-    public func eventStreamConnected(url: String) {
-        let layouts = self.layouts
-        if layouts.count > 1, let layout = layouts.first(where: { $0.wsURL == url }) {
-            client.use(layout)
-            let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
-            Log.info("Mopidy answers in \(which) at \(layout.rpcURL)")
-        }
-        loop.submit(.eventsConnected, whenFull: .wait)
-    }
+    /// On "mopidy-events": which layout RPC follows is decided on "bridge" (`.useLayout`).
+    public func eventStreamConnected(url: String) { loop.submit(.eventsConnected(url: url), whenFull: .wait) }
 
     /// Waits while the loop is full: the socket is then not read, and the server waits too.
     public func eventStreamReceived(_ event: MopidyEvent) { loop.submit(.event(event), whenFull: .wait) }
 
-    public func eventStreamDisconnected(reason: String, retryInMs: Int) {
+    public func eventStreamDisconnected(reason: FailureReason, retryInMs: Int) {
         loop.submit(.eventsDisconnected(reason: reason), whenFull: .wait)
     }
 

@@ -2,6 +2,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import Support
 
 // What goes into the reducer and what comes out of it.
@@ -23,9 +24,11 @@ public struct Moment: Sendable, Equatable {
 
 /// Everything that changes the bridge's state, in the order the runner received it.
 public enum Input: Sendable {
-    /// Mopidy's event socket is up: fetch the whole state (events missed meanwhile are lost).
-    case eventsConnected
-    case eventsDisconnected(reason: String)
+    /// Mopidy's event socket is up at `url` (the wsURL of one of the route's layouts): fetch the
+    /// whole state (events missed meanwhile are lost), and call the layout that answered.
+    case eventsConnected(url: String)
+    /// `reason.kind` says whether the handshake was refused (the password).
+    case eventsDisconnected(reason: FailureReason)
     case event(MopidyEvent)
     /// The answer to one of the bridge's own Mopidy calls.
     case reply(Reply)
@@ -86,6 +89,14 @@ public enum MopidyCall: Equatable, Sendable {
 
     enum Latest: Hashable, Sendable { case volume, seek }
 
+    /// Moves Mopidy to another entry of its tracklist.
+    var changesTrack: Bool {
+        switch self {
+        case .next, .previous, .goTo: return true
+        default: return false
+        }
+    }
+
     /// For log lines.
     var name: String {
         switch self {
@@ -123,7 +134,8 @@ public enum Reply: Sendable {
     /// A playlist replaced the tracklist with these tracks.
     case activated(uri: String, tlids: [Int])
     case done(MopidyCall)
-    case failed(MopidyCall, reason: String)
+    /// `reason.kind` says whether the password was refused.
+    case failed(MopidyCall, reason: FailureReason)
 }
 
 /// Mopidy's whole state, fetched after every (re)connect.
@@ -185,6 +197,8 @@ public enum Effect: Equatable, Sendable {
     case events(EventsCommand)
     /// Use these layouts: the events socket reconnects to them at once, the RPC client follows.
     case route(Route, layouts: [MopidyEndpoints])
+    /// The RPC client calls this layout of the route in use: the one whose events answered.
+    case useLayout(MopidyEndpoints)
     /// Does this route answer (Mopidy's RPC, and the stream when there is one)? → `.probed`.
     case probe(Route, layouts: [MopidyEndpoints], stream: StreamConfig?)
     /// The password is refused: a desktop notification asks the user to sign in again.

@@ -6,10 +6,14 @@ import Support
 
 /// The bridge's timing choices, each with what it trades.
 enum BridgeTuning {
-    /// A track change that starts within this long of Next/Previous/OpenUri pressed through the
-    /// bridge is published at once (the key feels instant) instead of when it is heard. Longer
-    /// catches slower servers; shorter lets a change made elsewhere right after be held properly.
+    /// A change of the house's timeline that starts within this long of Next/Previous/OpenUri
+    /// pressed through the bridge, or of Play resuming the house, is published at once (the key
+    /// feels instant) instead of when it is heard. Longer catches slower servers; shorter lets a
+    /// change made elsewhere right after be held properly.
     static let userCommandWindowMs = 3000
+    /// While changes are held by the estimate of the stream's delay (not measured yet), the
+    /// measure is looked for this often, to time them again by it.
+    static let estimateCheckMs = 100
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
     /// A position change larger than this against the extrapolated one is a jump that gets a
@@ -49,8 +53,10 @@ public struct BridgeState: Sendable {
     /// Mopidy's timeline events held until they are heard here, in order of due time.
     var held = FIFO<Held>()
     var lastDueMs = 0
-    /// When Next/Previous/OpenUri last went out through the bridge.
-    var userChangedTrackAtMs: Int? = nil
+    /// When Next/Previous/OpenUri, or Play resuming the house, last went out through the bridge.
+    var userAskedAtMs: Int? = nil
+    /// Held changes wait by the estimate of the stream's delay: when to look for its measure.
+    var estimateCheckAtMs: Int? = nil
     /// A full fetch is under way; events wait in `deferred` and are applied on top of it.
     var syncing = false
     var deferred: [MopidyEvent] = []
@@ -124,28 +130,28 @@ public struct BridgeState: Sendable {
     /// When the runner should hand in `.due`: the next held event, a resync to retry, the
     /// tracklist to fetch once its changes settled, the other route to probe or to take.
     public var nextDeadlineMs: Int? {
-        [held.first?.dueMs, resyncAtMs, tracklistAtMs, link.probeAtMs, link.switchAtMs].compactMap { $0 }.min()
+        [held.first?.dueMs, estimateCheckAtMs, resyncAtMs, tracklistAtMs, link.due.atMs].compactMap { $0 }.min()
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's
     /// own (`serverDelayMs`: learned, or `server_delay_ms`), while this computer plays or is on
     /// its way to (Play pressed, the stream connecting); 0 otherwise (nothing to align to).
-    public func heardDelayMs(_ m: Moment) -> Int {
-        guard hasStream, config.heardSync, let stream = streamDelayMs(m) else { return 0 }
-        let bound = BridgeTuning.maxHeardDelayMs
-        return min(bound, stream.adding(saturating: max(0, serverDelayMs)))
-    }
+    public func heardDelayMs(_ m: Moment) -> Int { heardDelay(m).ms }
 
-    /// The stream's part of the heard delay: measured while it plays; before a connection's first
-    /// measure, and while it connects, the best estimate (`StreamConfig.expectedDelayMs`), so
-    /// that a change in the first seconds after Play is not shown before it is heard.
-    private func streamDelayMs(_ m: Moment) -> Int? {
-        guard let expected = streamConfig?.expectedDelayMs else { return nil }
+    /// The heard delay, and whether it rests on the stream's measure. Before a connection's
+    /// first measure, and while it connects, the stream's part is the best estimate
+    /// (`StreamConfig.expectedDelayMs`), so that a change in the first seconds after Play is not
+    /// shown before it is heard; what is held by it is timed again by the measure (`retimeHeld`).
+    func heardDelay(_ m: Moment) -> (ms: Int, measured: Bool) {
+        guard hasStream, config.heardSync, let expected = streamConfig?.expectedDelayMs else { return (0, true) }
+        let stream: Int, measured: Bool
         switch server.localStream {
-        case .playing?: return m.streamDelayMs > 0 ? m.streamDelayMs : expected
-        case .connecting?, .buffering?: return expected
-        default: return nil
+        case .playing? where m.streamDelayMs > 0: (stream, measured) = (m.streamDelayMs, true)
+        case .playing?, .connecting?, .buffering?: (stream, measured) = (expected, false)
+        default: return (0, true)
         }
+        let bound = BridgeTuning.maxHeardDelayMs
+        return (min(bound, stream.adding(saturating: max(0, serverDelayMs))), measured)
     }
 }
 

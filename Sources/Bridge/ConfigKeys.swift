@@ -8,13 +8,13 @@ import Support
 ///
 /// `ConfigKey.all` is the one list of keys. The file parser (`Config.set`), `Config.keys`, the
 /// option lines of `--help` and `Config.description` are made from it, and a unit test holds
-/// README's configuration table to it.
+/// doc/configuration.md's key table to it.
 public struct ConfigKey: Sendable {
     /// How the command line takes a key.
     public enum Form: Sendable, Equatable {
         /// `--stream-url URL`
         case takesValue
-        /// `--notify` alone means true.
+        /// `--notify` alone means true; `--notify=false` or `--notify false` turns it off.
         case switchesOn
         /// Never on the command line (other users can read it there), shown only as `set` or
         /// `none`, and refused from a file that group or others can read.
@@ -42,7 +42,7 @@ public struct ConfigKey: Sendable {
     public var commandLineUsage: String? {
         switch form {
         case .takesValue: return flag + " " + placeholder
-        case .switchesOn: return flag
+        case .switchesOn: return flag + " [true|false]"
         case .secret: return nil
         }
     }

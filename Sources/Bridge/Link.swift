@@ -56,18 +56,72 @@ public struct LinkState: Sendable, Equatable {
     /// When the route was taken (monotonic ms); nil until the first input.
     public internal(set) var routeSinceMs: Int? = nil
     public internal(set) var routeReason = "the home network comes first"
-    /// The route in use has failed continuously since then (events down, or the stream
-    /// retrying); nil while it works.
-    var failingSinceMs: Int? = nil
-    /// When the other route is probed next; nil: no probe due.
-    var probeAtMs: Int? = nil
+    /// Where Mopidy may answer on the route in use, in order of preference: as the runner was
+    /// given them at the start, then as each switch chose them; nil: the route's configured ones.
+    public internal(set) var layouts: [MopidyEndpoints]? = nil
+    /// Since when the route in use fails, and what is due next: one value, cleared at once.
+    var due = RouteDue.nothing
     /// The other route's probe under way.
     var probing: Route? = nil
     /// On the remote route: home answered its last probe, so the bridge goes home at the next
     /// track change or while nothing plays here.
     public internal(set) var homeAnswered = false
-    /// The other route answered while the one in use fails: taken then, if it still fails.
-    var switchAtMs: Int? = nil
 
     public init() {}
+}
+
+/// What the route waits for: the time the route in use began to fail and the deadlines that
+/// follow from it, as one value, so that no deadline outlives the failure it belongs to.
+enum RouteDue: Sendable, Equatable {
+    /// The route works and nothing is due (at home; or home's probe is under way).
+    case nothing
+    /// The route works; the other is probed at `atMs` (on remote: home, every minute).
+    case probe(atMs: Int)
+    /// The route in use has failed continuously since `sinceMs` (events down, or the stream
+    /// retrying); the other is probed at `probeAtMs` (nil: its probe is under way).
+    case failing(sinceMs: Int, probeAtMs: Int?)
+    /// The route in use fails since `sinceMs` and the other answered: taken at `atMs`, if the
+    /// route in use still fails.
+    case switchOver(sinceMs: Int, atMs: Int)
+
+    var failingSinceMs: Int? {
+        switch self {
+        case .nothing, .probe: return nil
+        case .failing(let since, _), .switchOver(let since, _): return since
+        }
+    }
+
+    /// When the other route is probed next; nil: no probe due.
+    var probeAtMs: Int? {
+        switch self {
+        case .probe(let at): return at
+        case .failing(_, let at): return at
+        case .nothing, .switchOver: return nil
+        }
+    }
+
+    /// The earliest moment something is due (`BridgeState.nextDeadlineMs`).
+    var atMs: Int? {
+        if case .switchOver(_, let at) = self { return at }
+        return probeAtMs
+    }
+
+    /// The other route is probed at `at` (a failing route stays failing). A switch that is due
+    /// comes first: after it everything starts afresh.
+    mutating func probe(atMs at: Int) {
+        switch self {
+        case .nothing, .probe: self = .probe(atMs: at)
+        case .failing(let since, _): self = .failing(sinceMs: since, probeAtMs: at)
+        case .switchOver: break
+        }
+    }
+
+    /// The probe that was due is asked for (or one is under way already): it is due no more.
+    mutating func probeTaken() {
+        switch self {
+        case .probe: self = .nothing
+        case .failing(let since, _): self = .failing(sinceMs: since, probeAtMs: nil)
+        case .nothing, .switchOver: break
+        }
+    }
 }

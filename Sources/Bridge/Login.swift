@@ -24,7 +24,7 @@ public enum LoginCheck {
         let end = StreamingGet().perform(url: url, options: options, delegate: head)
         let shown = redactedURL(url)
         switch end {
-        case .httpStatus(let code) where code == 401 || code == 403:
+        case .httpStatus(let code) where FailureReason.Kind(httpStatus: code) != .other:
             return .failure(Failure(message: "the stream at \(shown) refused the password for user '\(user)' (HTTP \(code))",
                                     refused: true))
         case .httpStatus(404):
@@ -45,17 +45,17 @@ public enum LoginCheck {
 
     /// The first of `layouts` whose Mopidy answers `core.get_version`, with the version.
     public static func mopidy(_ layouts: [MopidyEndpoints]) -> Result<(MopidyEndpoints, String), Failure> {
-        var errors: [String] = []
+        var errors: [FailureReason] = []
         for layout in layouts {
             do throws(MopidyError) {
                 let version = try MopidyClient(endpoints: layout).version()
                 return .success((layout, version))
             } catch {
-                errors.append(error.description)
+                errors.append(error.reason)
             }
         }
-        let refused = errors.contains { PasswordRefusal.fromMopidy($0) }
-        return .failure(Failure(message: errors.joined(separator: "; "), refused: refused))
+        return .failure(Failure(message: errors.map(\.message).joined(separator: "; "),
+                                refused: errors.contains(where: \.isUnauthorized)))
     }
 }
 

@@ -15,7 +15,11 @@ extension BridgeState {
             // its way: Play while playing is no change), and a paused or stopped house is resumed
             // or started.
             if hasStream && !server.localActive { fx.append(.stream(.play)) }
-            if server.connected && server.state != .playing { call(server.state == .paused ? .resume : .play, &fx) }
+            if server.connected && server.state != .playing {
+                // The house starting again because of this Play is shown at once, like Next.
+                userAskedAtMs = m.nowMs
+                call(server.state == .paused ? .resume : .play, &fx)
+            }
         case .pause:
             if hasStream { fx.append(.stream(.pause)) }
             if serverControl { call(.pause, &fx) }
@@ -28,7 +32,7 @@ extension BridgeState {
             }
             if serverControl { call(.stop, &fx) }
         case .next, .previous:
-            userChangedTrackAtMs = m.nowMs
+            userAskedAtMs = m.nowMs
             call(c == .next ? .next : .previous, &fx)
         case .setPosition(let us):
             // The track id was checked against the track heard here; while the server's next
@@ -39,7 +43,7 @@ extension BridgeState {
             }
             call(.seek(ms: Int(us / 1000)), &fx)
         case .openURI(let uri):
-            userChangedTrackAtMs = m.nowMs
+            userAskedAtMs = m.nowMs
             call(.open(uri: uri), &fx)
             if hasStream { fx.append(.stream(.play)) }
         case .setVolume(let v):
@@ -57,12 +61,12 @@ extension BridgeState {
         case .raise: fx.append(.openWebInterface)
         case .quit: fx.append(.quit)
         case .addTrack(let uri, let after, let play):
-            if play { userChangedTrackAtMs = m.nowMs }
+            if play { userAskedAtMs = m.nowMs }
             call(.addTrack(uri: uri, afterTlid: after, play: play), &fx)
         case .removeTrack(let tlid):
             call(.removeTrack(tlid: tlid), &fx)
         case .goTo(let tlid):
-            userChangedTrackAtMs = m.nowMs
+            userAskedAtMs = m.nowMs
             call(.goTo(tlid: tlid), &fx)
         case .wantCovers(let tlids):
             let tracks = server.tracklist.filter { tlids.contains($0.tlid) }.map(\.track)
@@ -73,7 +77,7 @@ extension BridgeState {
             fx.append(.fetchCovers(tracks))
         case .activatePlaylist(let uri):
             // With control = local too: replacing what the house plays is what was asked for.
-            userChangedTrackAtMs = m.nowMs
+            userAskedAtMs = m.nowMs
             call(.activatePlaylist(uri: uri), &fx)
         }
     }

@@ -15,9 +15,7 @@ extension BridgeState {
         guard on != link.asleep else { return }
         link.asleep = on
         server.asleep = on
-        link.failingSinceMs = nil
-        link.probeAtMs = nil
-        link.switchAtMs = nil
+        link.due = .nothing
         if on {
             link.resumeOnWake = hasStream && server.localActive
             if link.resumeOnWake { fx.append(.stream(.pause)) }
@@ -62,18 +60,14 @@ extension BridgeState {
             if hasStream && server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
             if !eventsConnected { fx.append(.events(.retryNow)) }
             // At home, the sockets just told to retry get their 5 s; remote is looked at after that.
-            link.failingSinceMs = nil
-            link.probeAtMs = nil
-            link.switchAtMs = nil
+            link.due = .nothing
             if link.route == .remote { probeOther(m, &fx) }
         case .disconnected:
             guard before != .disconnected else { return }
             fx.append(.log(.info, "network: none (NetworkManager); retrying when it is back"))
             if hasStream { fx.append(.stream(.hold(true))) }
             fx.append(.events(.hold(true)))
-            link.failingSinceMs = nil
-            link.probeAtMs = nil
-            link.switchAtMs = nil
+            link.due = .nothing
         case .unknown:
             break
         }
@@ -93,44 +87,41 @@ extension BridgeState {
         if link.routeSinceMs == nil { link.routeSinceMs = m.nowMs }
         guard config.remoteLayouts != nil else {
             if link.route == .remote { switchRoute(to: .home, why: "no remote route is configured", m, &fx) }
-            link.probeAtMs = nil
-            link.switchAtMs = nil
+            link.due = .nothing
             return
         }
         guard !link.asleep, link.network != .disconnected else { return }
-        if !routeWorks {
-            if link.failingSinceMs == nil {
-                link.failingSinceMs = m.nowMs
-                link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.routeFailingMs - BridgeTuning.routeProbeLeadMs)
+        guard routeWorks else {
+            if link.due.failingSinceMs == nil {
+                link.due = .failing(sinceMs: m.nowMs,
+                                    probeAtMs: m.nowMs.adding(saturating: BridgeTuning.routeFailingMs - BridgeTuning.routeProbeLeadMs))
             }
-        } else {
-            link.switchAtMs = nil
-            // Working (again): at home nothing is due; on remote, home is looked at in a minute.
-            if link.failingSinceMs != nil || (link.probeAtMs == nil && link.probing == nil) {
-                link.probeAtMs = link.route == .home ? nil : m.nowMs.adding(saturating: BridgeTuning.homeProbeMs)
-            }
-            link.failingSinceMs = nil
-            // Home answers and nothing plays here: no music to cut.
-            if link.route == .remote && link.homeAnswered && !server.localActive {
-                switchRoute(to: .home, why: "home answers again (nothing playing here)", m, &fx)
-            }
+            return
+        }
+        // Working (again): at home nothing is due; on remote, home is looked at in a minute.
+        if link.due.failingSinceMs != nil || (link.due == .nothing && link.probing == nil) {
+            link.due = link.route == .home ? .nothing : .probe(atMs: m.nowMs.adding(saturating: BridgeTuning.homeProbeMs))
+        }
+        // Home answers and nothing plays here: no music to cut.
+        if link.route == .remote && link.homeAnswered && !server.localActive {
+            switchRoute(to: .home, why: "home answers again (nothing playing here)", m, &fx)
         }
     }
 
     /// The probe or the switch that came due (`.due`).
     mutating func routeDue(_ m: Moment, _ fx: inout [Effect]) {
-        if let at = link.switchAtMs, at <= m.nowMs {
-            link.switchAtMs = nil
+        if case .switchOver(let since, let at) = link.due, at <= m.nowMs {
+            link.due = .failing(sinceMs: since, probeAtMs: nil)
             if !routeWorks { switchRoute(to: link.route.other, why: failingWhy(m), m, &fx) }
         }
-        guard let at = link.probeAtMs, at <= m.nowMs else { return }
-        link.probeAtMs = nil
+        guard let at = link.due.probeAtMs, at <= m.nowMs else { return }
+        link.due.probeTaken()
         probeOther(m, &fx)
     }
 
     /// Why the route in use is left: how long it failed, and the last failure.
     func failingWhy(_ m: Moment) -> String {
-        let since = link.failingSinceMs.map { " for \(Double(m.nowMs.subtracting(saturating: $0)) / 1000) s" } ?? ""
+        let since = link.due.failingSinceMs.map { " for \(Double(m.nowMs.subtracting(saturating: $0)) / 1000) s" } ?? ""
         let why = (server.localStream?.retryReason ?? lastError).map { ": \($0)" } ?? ""
         return "\(link.route.rawValue) fails\(since)\(why); \(link.route.other.rawValue) answers"
     }
@@ -140,7 +131,7 @@ extension BridgeState {
         let other = link.route.other
         guard link.probing == nil, let layouts = layouts(of: other) else { return }
         link.probing = other
-        link.probeAtMs = nil
+        link.due.probeTaken()
         fx.append(.probe(other, layouts: layouts, stream: streamConfig(of: other)))
     }
 
@@ -155,20 +146,21 @@ extension BridgeState {
         if !answered {
             link.homeAnswered = false
             fx.append(.log(failing ? .warning : .debug, "route: \(r.rawValue) does not answer either: \(detail)"))
-            link.probeAtMs = m.nowMs.adding(saturating: failing ? BridgeTuning.routeProbeWhileFailingMs : BridgeTuning.homeProbeMs)
+            link.due.probe(atMs: m.nowMs.adding(saturating: failing ? BridgeTuning.routeProbeWhileFailingMs : BridgeTuning.homeProbeMs))
             return
         }
         if failing {
             // Taken once the route in use has failed for the whole 5 s.
-            let at = (link.failingSinceMs ?? m.nowMs).adding(saturating: BridgeTuning.routeFailingMs)
+            let since = link.due.failingSinceMs ?? m.nowMs
+            let at = since.adding(saturating: BridgeTuning.routeFailingMs)
             if at <= m.nowMs {
                 switchRoute(to: r, why: failingWhy(m), m, &fx)
             } else {
-                link.switchAtMs = at
+                link.due = .switchOver(sinceMs: since, atMs: at)
             }
         } else if r == .home {
             link.homeAnswered = true
-            link.probeAtMs = m.nowMs.adding(saturating: BridgeTuning.homeProbeMs)
+            link.due.probe(atMs: m.nowMs.adding(saturating: BridgeTuning.homeProbeMs))
             if server.localActive {
                 fx.append(.log(.info, "route: home answers again; going home at the next track change"))
             } else {
@@ -190,18 +182,31 @@ extension BridgeState {
         link.route = r
         link.routeSinceMs = m.nowMs
         link.routeReason = why
-        link.failingSinceMs = nil
-        link.probeAtMs = nil
-        link.switchAtMs = nil
+        link.due = .nothing
         // A probe still under way asks about the route just taken: its answer is not waited for.
         link.probing = nil
         link.homeAnswered = false
         fx.append(.log(.info, "route: \(r.rawValue): \(why)"))
-        if let layouts = layouts(of: r) { fx.append(.route(r, layouts: layouts)) }
+        if let layouts = layouts(of: r) {
+            link.layouts = layouts
+            fx.append(.route(r, layouts: layouts))
+        }
         if let next = streamConfig(of: r), next != streamConfig {
             streamConfig = next
             fx.append(.stream(.configure(next)))
         }
+    }
+
+    /// Mopidy's events answered at `url`: with several layouts on the route in use (a host given
+    /// alone), RPC follows the one that answered. Decided here, on the bridge's thread, in order
+    /// with the route's switches: a socket that connected to a route just left changes nothing
+    /// (its replacement on the new route follows).
+    mutating func useLayout(answeringAt url: String, _ fx: inout [Effect]) {
+        guard let layouts = link.layouts ?? layouts(of: link.route), layouts.count > 1,
+              let layout = layouts.first(where: { $0.wsURL == url }) else { return }
+        fx.append(.useLayout(layout))
+        let which = layout == layouts[0] ? "the Groove Audio layout" : "the plain Mopidy layout"
+        fx.append(.log(.info, "Mopidy answers in \(which) at \(layout.rpcURL)"))
     }
 
     func layouts(of r: Route) -> [MopidyEndpoints]? {
@@ -222,7 +227,8 @@ extension StreamStatus {
     /// Why the last connection failed, between attempts.
     var retryReason: String? {
         switch self {
-        case .reconnecting(_, let reason), .failed(let reason, _): return reason
+        case .reconnecting(_, let reason): return reason
+        case .failed(let reason, _): return reason.message
         default: return nil
         }
     }

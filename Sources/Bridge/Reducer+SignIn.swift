@@ -10,19 +10,21 @@ public enum PasswordRefuser: String, Sendable, Hashable, CaseIterable { case str
 /// episode as a desktop notification (with `notify = false` too), besides the log and `status`.
 /// An episode lasts from the first refusal until what refused accepts again, or until a reload
 /// changes the credentials (the user acted: a refusal after that is news again). The stream's
-/// slow retries in between refuse again and again, and are not news.
+/// slow retries in between refuse again and again, and are not news. A refusal is told by the
+/// failure's kind (`FailureReason.Kind.unauthorized`, decided from the HTTP status where the
+/// failure is seen), never by its words.
 extension BridgeState {
     mutating func followSignIn(_ input: Input, _ fx: inout [Effect]) {
         switch input {
         case .streamStatus(let s, let sequence):
             guard sequence > streamSequence else { return }
-            if case .failed(let reason, _) = s, PasswordRefusal.fromStream(reason) {
+            if case .failed(let reason, _) = s, reason.isUnauthorized {
                 passwordRefused(by: .stream, &fx)
             } else if s == .playing {
                 passwordAccepted(by: .stream)
             }
         case .eventsDisconnected(let reason), .reply(.failed(_, let reason)):
-            if PasswordRefusal.fromMopidy(reason) { passwordRefused(by: .mopidy, &fx) }
+            if reason.isUnauthorized { passwordRefused(by: .mopidy, &fx) }
         case .eventsConnected, .reply(.synced):
             passwordAccepted(by: .mopidy)
         case .reload(let new):
@@ -72,25 +74,6 @@ public struct SignInRequest: Equatable, Sendable {
 
     /// For the log and `status`.
     public var sentence: String { "\(summary) — \(body)" }
-}
-
-/// Which failures are a refused password. The stream player and the Mopidy clients say why a
-/// connection failed only in words (their types end at the module's edge), so the words are
-/// matched here, in one place; ReducerTests feed the texts their producers really make.
-enum PasswordRefusal {
-    /// Audio's ReconnectPolicy: "stream refused the password for user 'listener' at … (HTTP 401)".
-    static func fromStream(_ reason: String) -> Bool { reason.hasPrefix("stream refused the password") }
-
-    /// HTTP 401 or 403 from Mopidy's RPC ("Mopidy at … answered HTTP 401") or its WebSocket
-    /// handshake ("server answered HTTP/1.1 401 Unauthorized").
-    static func fromMopidy(_ reason: String) -> Bool {
-        guard let r = reason.firstRange(ofText: "answered HTTP") else { return false }
-        var rest = reason[r.upperBound...]
-        if rest.hasPrefix("/") { rest = rest.drop { $0 != " " } }
-        rest = rest.drop { $0 == " " }
-        let code = rest.prefix { $0.isNumber }
-        return code == "401" || code == "403"
-    }
 }
 
 extension Config {

@@ -9,6 +9,7 @@ extension BridgeState {
     /// sequence of inputs can be replayed in a test. Total: every input has an answer.
     public mutating func reduce(_ input: Input, at m: Moment) -> [Effect] {
         var fx: [Effect] = []
+        retimeHeld(m)
         releaseDue(m, &fx)
         // Deadlines are kept on every input, not only on `.due`: a steady flow of inputs (a burst
         // of events) must not starve them.
@@ -23,14 +24,15 @@ extension BridgeState {
         routeDue(m, &fx)
         followSignIn(input, &fx)
         switch input {
-        case .eventsConnected:
+        case .eventsConnected(let url):
             eventsConnected = true
+            useLayout(answeringAt: url, &fx)
             resync(&fx)
             // The server is back: the stream need not wait for its next attempt.
             if server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
         case .eventsDisconnected(let reason):
             eventsConnected = false
-            lastError = reason
+            lastError = reason.message
             eventReconnects = eventReconnects.adding(saturating: 1)
             resyncAtMs = nil
             endSync(m, &fx)
@@ -97,8 +99,8 @@ extension BridgeState {
         var isStart = false
         if case .trackPlaybackStarted = e { isStart = true }
         let now = m.nowMs
-        let userAsked = userChangedTrackAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
-        let delay = heardDelayMs(m)
+        let userAsked = userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
+        let (delay, measured) = heardDelay(m)
         if isStart && delay > 0 { lookForBoundary(m, &fx) }
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
@@ -111,7 +113,28 @@ extension BridgeState {
         let due = max(now.adding(saturating: delay), lastDueMs)
         lastDueMs = due
         held.append(Held(dueMs: due, heldMs: due - now, event: e))
-        fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms"))
+        if !measured && estimateCheckAtMs == nil { estimateCheckAtMs = now.adding(saturating: BridgeTuning.estimateCheckMs) }
+        fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
+    }
+
+    /// Changes held by the estimate of the stream's delay are timed again, in order, once it is
+    /// measured (or once nothing is heard here: then they are due at once, as when not listening).
+    mutating func retimeHeld(_ m: Moment) {
+        guard let at = estimateCheckAtMs else { return }
+        let (delay, measured) = heardDelay(m)
+        if !measured && !held.isEmpty {
+            if at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
+            return
+        }
+        estimateCheckAtMs = nil
+        var last = 0
+        held.updateEach { h in
+            let arrived = h.dueMs.subtracting(saturating: h.heldMs)
+            h.dueMs = max(arrived.adding(saturating: delay), last)
+            h.heldMs = h.dueMs.subtracting(saturating: arrived)
+            last = h.dueMs
+        }
+        if !held.isEmpty { lastDueMs = last }
     }
 
     /// Applies the held events that are due, each at the moment it became due.
@@ -138,7 +161,8 @@ extension BridgeState {
             anchorPosition(0, m)
             // The same entry started again (Previous restarting it, a repeated single track) is
             // a jump to its start, announced whatever its size.
-            if before != tl.tlid { trackChanged(m) } else { seekedEvent = true }
+            trackChanged(m)
+            if before == tl.tlid { seekedEvent = true }
             fx.append(.log(.info, "now playing: \(describe(tl.track))"))
             // setCurrent keeps the cover only for the same entry of the tracklist.
             if server.artURL == nil { fx.append(.fetchArt(tl.track)) }
@@ -201,7 +225,8 @@ extension BridgeState {
         alignedDelayMs = delay
     }
 
-    /// Another track is current: a position shown while nothing is heard starts again at 0.
+    /// Another track is current, or the same from its start: a position shown while nothing is
+    /// heard starts again at 0.
     mutating func trackChanged(_ m: Moment) {
         if server.frozen != nil { server.frozen = .init(positionMs: 0, sinceUs: m.nowUs) }
     }
@@ -252,9 +277,12 @@ extension BridgeState {
             answered(.activatePlaylist(uri: uri), &fx)
         case .done(let c):
             answered(c, &fx)
+            // Mopidy moves to another track without an event while it does not play (its
+            // `_change` for a stopped or paused house): fetch what it has now.
+            if c.changesTrack, server.state != .playing, eventsConnected, !syncing { resync(&fx) }
         case .failed(let call, let reason):
             answered(call, &fx)
-            lastError = reason
+            lastError = reason.message
             fx.append(.log(.warning, "\(call.name): \(reason)"))
             switch call {
             case .resync(let generation):

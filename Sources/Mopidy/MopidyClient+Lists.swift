@@ -24,8 +24,9 @@ extension MopidyClient {
         (try call("core.playlists.get_items", ["uri": .string(uri)]).array ?? []).compactMap { $0["uri"]?.string }
     }
 
-    /// Adds URIs at `position` in the tracklist (nil: at the end) and returns the new tl_tracks.
-    public func add(uris: [String], at position: Int?) throws(MopidyError) -> [TlTrack] {
+    /// Adds URIs at `position` in the tracklist (nil: at the end) and returns the new tl_tracks
+    /// (the first `MopidyLimits.listElements` of them).
+    public func add(uris: [String], at position: Int? = nil) throws(MopidyError) -> [TlTrack] {
         var params: [String: JSON] = ["uris": .array(uris.map(JSON.string))]
         if let position { params["at_position"] = .number(Double(max(0, position))) }
         return (try call("core.tracklist.add", params).array ?? []).compactMap(TlTrack.init(json:))

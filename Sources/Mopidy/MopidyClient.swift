@@ -21,6 +21,13 @@ public enum MopidyError: Error, CustomStringConvertible, Sendable {
         case .rpc(let url, let m, let code, let msg): return "Mopidy at \(url) refused \(m): \(msg) (\(code))"
         }
     }
+
+    /// The kind a decision reads (a proxy in front of Mopidy refusing the password answers 401
+    /// or 403), with the words above.
+    public var reason: FailureReason {
+        if case .httpStatus(_, let status, _) = self { return FailureReason(.init(httpStatus: status), description) }
+        return FailureReason(description)
+    }
 }
 
 /// Where a Mopidy server answers: JSON-RPC over HTTP and events over WebSocket.
@@ -199,13 +206,6 @@ public final class MopidyClient: Sendable {
     }
     public func setOption(_ name: String, _ value: Bool) throws(MopidyError) {
         try call("core.tracklist.set_\(name)", ["value": .bool(value)])
-    }
-
-    /// Adds URIs to the tracklist and returns the new tl_tracks (the first
-    /// `MopidyLimits.listElements` of them).
-    public func add(uris: [String]) throws(MopidyError) -> [TlTrack] {
-        let r = try call("core.tracklist.add", ["uris": .array(uris.map(JSON.string))])
-        return (r.array ?? []).compactMap(TlTrack.init(json:))
     }
 
     /// Images for one URI, largest first.

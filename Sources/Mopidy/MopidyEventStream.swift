@@ -8,8 +8,9 @@ public protocol MopidyEventStreamDelegate: AnyObject, Sendable {
     /// full state now (events missed while disconnected are lost, so nothing may stay stale).
     func eventStreamConnected(url: String)
     func eventStreamReceived(_ event: MopidyEvent)
-    /// The socket went down; it will be retried in `retryInMs`.
-    func eventStreamDisconnected(reason: String, retryInMs: Int)
+    /// The socket went down; it will be retried in `retryInMs`. `reason.kind` is
+    /// `.unauthorized` when the handshake was refused with HTTP 401 or 403.
+    func eventStreamDisconnected(reason: FailureReason, retryInMs: Int)
 }
 
 /// Follows Mopidy's events over its WebSocket, reconnecting on `RetrySchedule.home` for as long
@@ -105,7 +106,7 @@ public final class MopidyEventStream: @unchecked Sendable {
             }
             let (connection, failure) = connectFirst(urls)
             var reason = failure.reason
-            var kind = failure.kind
+            var retry = failure.retry
             var replaced = false
             if let (conn, url) = connection {
                 // A reconnection asked for while connecting: this socket goes to the old URLs.
@@ -121,7 +122,7 @@ public final class MopidyEventStream: @unchecked Sendable {
                     let since = monotonicMs()
                     delegate.eventStreamConnected(url: url)
                     let (why, delivered) = readLoop(conn)
-                    (reason, kind) = (why, .transient)
+                    (reason, retry) = (FailureReason(why), .transient)
                     // Only a connection that proved healthy ends the outage: a server that
                     // accepts and then breaks every socket is not retried quickly for ever.
                     if delivered > 0 || monotonicMs() - since >= 10_000 {
@@ -135,10 +136,10 @@ public final class MopidyEventStream: @unchecked Sendable {
             }
             guard isRunning else { break }
             if replaced { continue }
-            let delay = RetrySchedule.home.delayMs(after: kind, sinceFirstFailureMs: outage.failed(atMs: monotonicMs()))
+            let delay = RetrySchedule.home.delayMs(after: retry, sinceFirstFailureMs: outage.failed(atMs: monotonicMs()))
             // Said when an outage starts and when its reason or pace changes: a line for every
             // quick retry would fill the journal.
-            let said = "\(reason); retrying in \(Double(delay) / 1000) s"
+            let said = "\(reason.message); retrying in \(Double(delay) / 1000) s"
             Log.write(said == lastSaid ? .debug : .warning, "events: \(said)")
             lastSaid = said
             delegate.eventStreamDisconnected(reason: reason, retryInMs: delay)
@@ -155,20 +156,25 @@ public final class MopidyEventStream: @unchecked Sendable {
     }
 
     /// A connection to the first URL that completes the handshake, or why none did (every URL's
-    /// error, so a log line shows each layout that was tried) and whether waiting can fix it.
-    private func connectFirst(_ urls: [String]) -> ((WebSocketConnection, String)?, (reason: String, kind: FailureKind)) {
+    /// error, so a log line shows each layout that was tried) and whether waiting can fix it. A
+    /// refused login at any of them is the reason's kind: the other layouts are then the wrong
+    /// ones, and the password is what to fix.
+    private func connectFirst(_ urls: [String]) -> ((WebSocketConnection, String)?, (reason: FailureReason, retry: FailureKind)) {
         var failures: [String] = []
-        var kind = FailureKind.permanent
+        var kind = FailureReason.Kind.other
+        var retry = FailureKind.permanent
         for url in urls where isRunning {
             do throws(WebSocketError) {
                 return ((try WebSocketConnection(url: url, timeoutMs: connectTimeoutMs, messageLimit: messageLimit,
-                                                 skipLimit: MopidyLimits.skippedEventBytes), url), ("", .transient))
+                                                 skipLimit: MopidyLimits.skippedEventBytes), url), (FailureReason(""), .transient))
             } catch {
                 failures.append(error.description)
-                if error.failureKind == .transient { kind = .transient }
+                if error.reason.isUnauthorized, kind == .other { kind = error.reason.kind }
+                if error.failureKind == .transient { retry = .transient }
             }
         }
-        return (nil, (failures.isEmpty ? "stopped" : failures.joined(separator: "; "), failures.isEmpty ? .transient : kind))
+        guard !failures.isEmpty else { return (nil, (FailureReason("stopped"), .transient)) }
+        return (nil, (FailureReason(kind, failures.joined(separator: "; ")), retry))
     }
 
     /// Reads until the connection breaks; returns why, and how many events it delivered.
@@ -215,7 +221,7 @@ extension WebSocketError {
     var failureKind: FailureKind {
         switch self {
         case .connect(let e) where e.isCertificateProblem: return .permanent
-        case .handshake(_, let reason) where reason.containsText(" 401") || reason.containsText(" 403"): return .permanent
+        case .rejected where reason.isUnauthorized: return .permanent
         case .badURL: return .permanent
         default: return .transient
         }

@@ -1,25 +1,26 @@
+import CCurl
 import Glibc
-import Support
 
-/// A URL split into the parts this program uses: `scheme://[userinfo@]host[:port][/path][?query]`
-/// (RFC 3986 §3). The fragment is dropped: it never leaves the client. Nothing is
-/// percent-decoded; every part keeps the text it was written with, except the scheme, which is
-/// case-insensitive and kept in lower case.
-///
-/// The one URL parser here: the configuration's checks, log redaction, the WebSocket request and
-/// the Mopidy HTTP base all read URLs through `parse`.
+/// A URL split into the parts this program uses: `scheme://[userinfo@]host[:port]path[?query]`,
+/// as libcurl's URL API (`curl_url()`) reads it, the same parser that makes the connection: the
+/// configuration's checks, log redaction, the WebSocket request and the Mopidy HTTP base cannot
+/// read a URL otherwise than the connection does. The parts are libcurl's normal form: the scheme
+/// in lower case, the path at least "/" with dot segments resolved, the port without leading
+/// zeros, an IPv4 address in dotted form (`127.1` is `127.0.0.1`), the host's percent-escapes
+/// decoded; nothing else is decoded. The fragment is dropped: it never leaves the client.
 public struct URLParts: Equatable, Sendable {
     public var scheme: String
-    /// What stands before the authority's last '@' (`user:password`); a password may itself hold
-    /// '@' or ':'.
+    /// `user[:password]` as written (percent-escapes kept). libcurl ends it at the first '@', so
+    /// an '@' inside a password is written `%40`.
     public var userinfo: String?
-    /// An IPv6 literal without its brackets: `::1`.
+    /// An IPv6 literal without its brackets, with its zone as written in a URL: `::1`,
+    /// `fe80::1%25eth0`.
     public var host: String
     public var port: Int?
-    /// As written: "" (none), "/path", "?query" or "/path?query".
+    /// "/path", or "/path?query".
     public var pathAndQuery: String
 
-    public init(scheme: String, userinfo: String? = nil, host: String, port: Int? = nil, pathAndQuery: String = "") {
+    public init(scheme: String, userinfo: String? = nil, host: String, port: Int? = nil, pathAndQuery: String = "/") {
         self.scheme = scheme
         self.userinfo = userinfo
         self.host = host
@@ -27,54 +28,22 @@ public struct URLParts: Equatable, Sendable {
         self.pathAndQuery = pathAndQuery
     }
 
-    /// The parts of `text`, or nil when it is not `scheme://host…` with a host, a port of digits
-    /// up to 65535, closed brackets around an IPv6 literal, and no white space or control
-    /// characters anywhere.
+    /// The parts of `text`, or nil when libcurl refuses it (no `scheme://`, no host, a port
+    /// that is not a number up to 65535, an unclosed bracket, white space or control characters)
+    /// or its scheme does not begin with a letter (RFC 3986 §3.1).
     public static func parse(_ text: String) -> URLParts? {
-        guard !text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }),
-              let schemeEnd = text.firstRange(ofText: "://") else { return nil }
-        let scheme = text[..<schemeEnd.lowerBound]
-        guard let first = scheme.unicodeScalars.first, first.isASCIILetter,
-              scheme.unicodeScalars.allSatisfy({ $0.isASCIILetter || $0.isASCIIDigit || "+-.".unicodeScalars.contains($0) })
-        else { return nil }
-
-        let rest = text[schemeEnd.upperBound...]
-        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) ?? rest.endIndex
-        var hostAndPort = rest[..<authorityEnd]
-        var userinfo: String? = nil
-        if let at = hostAndPort.lastIndex(of: "@") {
-            userinfo = String(hostAndPort[..<at])
-            hostAndPort = hostAndPort[hostAndPort.index(after: at)...]
+        guard !text.utf8.contains(0), let url = CurlURL(text),
+              let scheme = url.part(CURLUPART_SCHEME), let first = scheme.unicodeScalars.first,
+              ("a"..."z").contains(first), var host = url.part(CURLUPART_HOST), !host.isEmpty else { return nil }
+        if host.hasPrefix("[") && host.hasSuffix("]") {
+            host = String(host.dropFirst().dropLast())
+            if let zone = url.part(CURLUPART_ZONEID) { host += "%25" + zone }
         }
-
-        let host: Substring
-        let portText: Substring?
-        if hostAndPort.first == "[" {
-            guard let close = hostAndPort.firstIndex(of: "]") else { return nil }
-            host = hostAndPort[hostAndPort.index(after: hostAndPort.startIndex)..<close]
-            let after = hostAndPort[hostAndPort.index(after: close)...]
-            guard host.contains(":"), after.isEmpty || after.first == ":" else { return nil }
-            portText = after.isEmpty ? nil : after.dropFirst()
-        } else if let colon = hostAndPort.firstIndex(of: ":") {
-            host = hostAndPort[..<colon]
-            portText = hostAndPort[hostAndPort.index(after: colon)...]
-        } else {
-            host = hostAndPort
-            portText = nil
-        }
-        guard !host.isEmpty, !host.contains("["), !host.contains("]") else { return nil }
-
-        var port: Int? = nil
-        if let portText, !portText.isEmpty {  // "host:" is allowed and means the default port
-            guard portText.count <= 5, portText.unicodeScalars.allSatisfy(\.isASCIIDigit),
-                  let p = Int(portText), p <= 65535 else { return nil }
-            port = p
-        }
-
-        var pathAndQuery = rest[authorityEnd...]
-        if let hash = pathAndQuery.firstIndex(of: "#") { pathAndQuery = pathAndQuery[..<hash] }
-        return URLParts(scheme: scheme.lowercased(), userinfo: userinfo, host: String(host), port: port,
-                        pathAndQuery: String(pathAndQuery))
+        let user = url.part(CURLUPART_USER), password = url.part(CURLUPART_PASSWORD)
+        let userinfo = user.map { $0 + (password.map { ":" + $0 } ?? "") } ?? password.map { ":" + $0 }
+        let path = url.part(CURLUPART_PATH) ?? "/"
+        return URLParts(scheme: scheme, userinfo: userinfo, host: host, port: url.part(CURLUPART_PORT).flatMap { Int($0) },
+                        pathAndQuery: path + (url.part(CURLUPART_QUERY).map { "?" + $0 } ?? ""))
     }
 
     /// The host is this computer by name or address, so what is sent to it never crosses a
@@ -109,7 +78,26 @@ public struct URLParts: Equatable, Sendable {
     public var text: String { scheme + "://" + authority + pathAndQuery }
 }
 
-extension Unicode.Scalar {
-    fileprivate var isASCIILetter: Bool { ("a"..."z").contains(self) || ("A"..."Z").contains(self) }
-    fileprivate var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+/// One libcurl URL handle (`CURLU`), freed in `deinit`. Not thread-safe; used by one caller.
+private final class CurlURL {
+    private let handle: OpaquePointer
+
+    /// Nil when libcurl refuses the text as a URL. Schemes libcurl has no handler for (ws and
+    /// wss in Debian 12's 7.88) are parsed like the others.
+    init?(_ text: String) {
+        CurlGlobal.ensure()
+        guard let h = curl_url() else { return nil }
+        handle = h
+        guard curl_url_set(h, CURLUPART_URL, text, UInt32(CURLU_NON_SUPPORT_SCHEME)) == CURLUE_OK else { return nil }
+    }
+
+    deinit { curl_url_cleanup(handle) }
+
+    /// One part as libcurl keeps it (not URL-decoded); nil when the URL has none.
+    func part(_ which: CURLUPart) -> String? {
+        var out: UnsafeMutablePointer<CChar>? = nil
+        guard curl_url_get(handle, which, &out, 0) == CURLUE_OK, let out else { return nil }
+        defer { curl_free(out) }
+        return String(cString: out)
+    }
 }

@@ -6,6 +6,8 @@ public enum WebSocketError: Error, CustomStringConvertible, Sendable {
     case badURL(String)
     case connect(CurlError)
     case handshake(url: String, reason: String)
+    /// The server answered the upgrade with another HTTP status (`statusLine` as sent).
+    case rejected(url: String, httpStatus: Int, statusLine: String)
     case protocolViolation(url: String, WebSocketProtocolError)
     case closed(url: String, code: UInt16, reason: String)
     case io(url: String, reason: String)
@@ -17,12 +19,28 @@ public enum WebSocketError: Error, CustomStringConvertible, Sendable {
         case .badURL(let u): return "not a ws:// or wss:// URL: \(u)"
         case .connect(let e): return "cannot connect: \(e)"
         case .handshake(let url, let r): return "\(url): WebSocket handshake failed: \(r)"
+        case .rejected(let url, _, let line): return "\(url): WebSocket handshake failed: server answered \(line)"
         case .protocolViolation(let url, let e): return "\(url): WebSocket protocol error: \(e)"
         case .closed(let url, let code, let r): return "\(url): closed by server (\(code)\(r.isEmpty ? "" : ", \(r)"))"
         case .io(let url, let r): return "\(url): \(r)"
         case .timedOut(let url, let what): return "\(url): timed out \(what)"
         case .interrupted: return "interrupted"
         }
+    }
+
+    /// The kind a decision reads: a refused login is told by the status the server answered.
+    public var reason: FailureReason {
+        if case .rejected(_, let status, _) = self { return FailureReason(.init(httpStatus: status), description) }
+        return FailureReason(description)
+    }
+
+    /// The status of an HTTP status line ("HTTP/1.1 401 Unauthorized" → 401); nil if it has none.
+    static func status(ofLine line: Substring) -> Int? {
+        let parts = line.split(separator: " ", maxSplits: 2)
+        guard parts.count >= 2, parts[1].utf8.count == 3, parts[1].utf8.allSatisfy({ (48...57).contains($0) }) else {
+            return nil
+        }
+        return Int(parts[1])
     }
 }
 
@@ -215,9 +233,10 @@ public final class WebSocketConnection: @unchecked Sendable {
         let text = String(decoding: head, as: UTF8.self)
         let lines = text.split(separator: "\r\n", omittingEmptySubsequences: true)
         guard let status = lines.first else { throw .handshake(url: url, reason: "empty response") }
-        let statusParts = status.split(separator: " ", maxSplits: 2)
-        guard statusParts.count >= 2, statusParts[1] == "101" else {
-            throw .handshake(url: url, reason: "server answered \(status.prefix(120))")
+        switch WebSocketError.status(ofLine: status) {
+        case 101?: break
+        case let code?: throw .rejected(url: url, httpStatus: code, statusLine: String(status.prefix(120)))
+        case nil: throw .handshake(url: url, reason: "server answered \(status.prefix(120))")
         }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {

@@ -15,6 +15,11 @@ public struct FIFO<Element> {
 
     public func contains(where matches: (Element) -> Bool) -> Bool { items[head...].contains(where: matches) }
 
+    /// Changes each element in place, in order.
+    public mutating func updateEach(_ body: (inout Element) -> Void) {
+        for i in head..<items.count { body(&items[i]) }
+    }
+
     public mutating func removeAll() {
         items.removeAll()
         head = 0

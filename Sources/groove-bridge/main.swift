@@ -23,7 +23,8 @@ let usage = """
                                             sign in: check the password against the server, keep
                                             it in the keyring, write the configuration, reload
 
-    Options (each also a key in the configuration file, with _ for -; options win over the file):
+    Options (each also a key in the configuration file, with _ for -; options win over the file;
+    --key VALUE or --key=VALUE; a true|false key alone means true):
     \(ConfigKey.all.compactMap { k in k.commandLineUsage.map { optionLine($0, k.helpWithDefault) } }.joined(separator: "\n"))
 
     Other options:
@@ -61,12 +62,14 @@ struct CommandLineOptions {
 
 func parseCommandLine(_ argv: [String]) -> CommandLineOptions {
     var o = CommandLineOptions()
-    var it = argv.makeIterator()
+    var i = 0
     func value(_ flag: String) -> String {
-        guard let v = it.next() else { fail("\(flag) needs a value; see --help", code: 2) }
-        return v
+        i += 1
+        guard i < argv.count else { fail("\(flag) needs a value; see --help", code: 2) }
+        return argv[i]
     }
-    while let a = it.next() {
+    while i < argv.count {
+        let a = argv[i]
         switch a {
         case "status": o.status = true
         case "--json": o.json = true
@@ -78,20 +81,18 @@ func parseCommandLine(_ argv: [String]) -> CommandLineOptions {
         case "--help", "-h": print(usage); exit(0)
         case "--version": print("groove-bridge \(version) (\(curlVersion()))"); exit(0)
         default:
-            let flag = a.firstIndex(of: "=").map { String(a[..<$0]) } ?? a
-            guard let key = ConfigKey.all.first(where: { $0.flag == flag }) else {
+            let setting: (key: ConfigKey, value: String, next: Int)?
+            do throws(ConfigError) { setting = try ConfigFlags.read(argv, at: i) } catch { fail(error.message, code: 2) }
+            guard let setting else {
                 // Nothing after '=': it may be a secret given to a mistyped flag (--pasword=…).
+                let flag = a.firstIndex(of: "=").map { String(a[..<$0]) } ?? a
                 fail("unknown argument '\(flag == a ? a : flag + "=…")'; see --help", code: 2)
             }
-            if key.form == .secret {
-                fail("the password is never taken on the command line (other users can read it there); "
-                     + "use GROOVE_PASSWORD, password_command or the configuration file", code: 2)
-            }
-            guard flag == a else {
-                fail("'\(flag)=…' is not understood; write \(key.commandLineUsage ?? flag) (see --help)", code: 2)
-            }
-            o.settings.append((key, key.form == .switchesOn ? "true" : value(a)))
+            o.settings.append((setting.key, setting.value))
+            i = setting.next
+            continue
         }
+        i += 1
     }
     return o
 }

@@ -5,6 +5,8 @@
                                 waits until it prints that the player plays (playerctl follows
                                 org.mpris.MediaPlayer2.groove on the rig's bus), then types Ctrl-C
                                 (the terminal sends SIGINT to its foreground process group)
+  stop_the_rig.py demo-term RUNS the same, but SIGTERM to scripts/demo alone (as a service manager or
+                                `kill` stops it)
   stop_the_rig.py signals RUNS  scripts/rig.py serve, then SIGINT and SIGTERM to it back to back
                                 (microseconds apart), at moments spread over its start and after
   stop_the_rig.py kill RUNS     scripts/rig.py serve, then SIGKILL to it, during its start and after
@@ -132,8 +134,9 @@ def report(kind, n, run, since, also=(), note=""):
     return ok
 
 
-def demo(n, bridge_bin):
-    """scripts/demo on a terminal; Ctrl-C once it plays."""
+def demo(n, bridge_bin, kind="demo"):
+    """scripts/demo on a terminal; once it plays, Ctrl-C (kind "demo") or SIGTERM to it alone
+    ("demo-term")."""
     scratch = tempfile.mkdtemp(prefix="groove-demo-test-")
     os.makedirs(f"{scratch}/config")
     os.makedirs(f"{scratch}/runtime", mode=0o700)
@@ -166,7 +169,10 @@ def demo(n, bridge_bin):
                     run.learn(os.path.join(parts[1], "rig.json"))
         if plays_at is None and b"playerctl: Playing" in shown:
             plays_at = time.monotonic()
-            os.write(fd, b"\x03")  # Ctrl-C, typed: the line discipline sends SIGINT to the group
+            if kind == "demo":
+                os.write(fd, b"\x03")  # Ctrl-C, typed: the line discipline sends SIGINT to the group
+            else:
+                os.kill(pid, signal.SIGTERM)
             since = time.monotonic()
     else:
         os.kill(pid, signal.SIGKILL)
@@ -174,14 +180,14 @@ def demo(n, bridge_bin):
     os.close(fd)
     text = shown.decode(errors="replace")
     if run is None or plays_at is None:
-        print(json.dumps({"kind": "demo", "run": n, "ok": False, "gone_after": None,
+        print(json.dumps({"kind": kind, "run": n, "ok": False, "gone_after": None,
                           "left": ["the demo did not play"], "note": text[-3000:]}), flush=True)
         shutil.rmtree(scratch, ignore_errors=True)
         return False
-    ok = report("demo", n, run, since, also=(pid,),
+    ok = report(kind, n, run, since, also=(pid,),
                 note=f"exit status {status}; stopped: {'demo: stopped' in text}")
-    if status not in (130, 0) or "demo: stopped" not in text:
-        print(json.dumps({"kind": "demo", "run": n, "ok": False, "gone_after": None,
+    if status != (130 if kind == "demo" else 143) or "demo: stopped" not in text:
+        print(json.dumps({"kind": kind, "run": n, "ok": False, "gone_after": None,
                           "left": [f"the demo ended with status {status}"], "note": text[-3000:]}), flush=True)
         ok = False
     shutil.rmtree(scratch, ignore_errors=True)
@@ -232,8 +238,8 @@ def main():
     kind, runs = sys.argv[1], int(sys.argv[2])
     ok = True
     for n in range(1, runs + 1):
-        if kind == "demo":
-            ok &= demo(n, os.environ.get("GROOVE_BRIDGE_BIN"))
+        if kind in ("demo", "demo-term"):
+            ok &= demo(n, os.environ.get("GROOVE_BRIDGE_BIN"), kind)
         else:
             # Spread over the rig's start (about 5 s here), every third run once it is up.
             delay = None if n % 3 == 0 else ((n * 0.77) % 4.5)

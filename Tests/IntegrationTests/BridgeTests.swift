@@ -26,18 +26,22 @@ final class BridgeTests: DaemonTestCase {
             XCTAssertEqual(parts[3], track["uri"] as? String)
             seen.insert(title)
 
-            let t0 = Date()
+            // How fast next shows is a benchmark's figure (BENCHMARKS.md: method latency); the
+            // wait here only says next is followed, with a margin a loaded machine holds.
             try playerctl("next")
             let want = rig.info.tracks[(rig.info.tracks.firstIndex { $0.title == title }! + 1) % rig.info.tracks.count].title
-            XCTAssertTrue(waitUntil(1) { (try? playerctl("metadata", "--format", "{{title}}")) == want },
-                          "after next, not \(want) within 1 s")
-            XCTAssertLessThan(Date().timeIntervalSince(t0), 1.5)
+            XCTAssertTrue(waitUntil(5) { (try? playerctl("metadata", "--format", "{{title}}")) == want },
+                          "after next, not \(want)")
         }
         XCTAssertEqual(seen, Set(rig.info.tracks.map(\.title)))
         XCTAssertTrue(seen.contains("Café Ñandú – 東京"))
     }
 
     func testCoverArtIsACachedFileAndAbsentWithoutArt() throws {
+        // The track's notification is sent once its cover is looked up (found or not): the event
+        // after which a missing art URL is an absence, not a cover still on its way.
+        let (server, notifications) = try recordNotifications()
+        defer { notifications.stop() }
         var checked = Set<String>()
         for _ in 0..<rig.info.tracks.count {
             let title = try rig.currentTitle() ?? ""
@@ -45,7 +49,8 @@ final class BridgeTests: DaemonTestCase {
                           "widget: \((try? playerctl("metadata", "--format", "{{title}}")) ?? "nothing"), Mopidy: \(title)")
             if title == "Duet in A" {
                 // Mopidy's file backend has no images: no key, never a broken one.
-                usleep(500_000)
+                XCTAssertTrue(waitUntil(10) { server.calls.withLock { $0.last?.summary } == title }, "no notification for \(title)")
+                XCTAssertEqual(server.calls.withLock { $0.last?.icon }, "groove-bridge", "a cover in the notification")
                 XCTAssertEqual(try playerctl("metadata", "--format", "{{mpris:artUrl}}"), "", "art for a track without any")
             } else {
                 var art = ""
@@ -134,16 +139,23 @@ final class BridgeTests: DaemonTestCase {
         }
     }
 
-    func testNotificationPerTrackChangeReplacingThePrevious() throws {
+    /// A recording notification server on the rig's bus, and the bridge started again with
+    /// `--notify`.
+    func recordNotifications() throws -> (NotificationServer, DBusConnection) {
         let notifications = try DBusConnection(address: rig.info.bus_address)
         let server = NotificationServer()
         notifications.register(path: "/org/freedesktop/Notifications", object: server)
         XCTAssertEqual(try notifications.requestName("org.freedesktop.Notifications"), .primaryOwner)
         notifications.start(onDisconnect: {})
-        defer { notifications.stop() }
         stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         try startDaemon(["--notify"])
+        return (server, notifications)
+    }
+
+    func testNotificationPerTrackChangeReplacingThePrevious() throws {
+        let (server, notifications) = try recordNotifications()
+        defer { notifications.stop() }
         XCTAssertTrue(waitUntil(10) { server.calls.withLock { $0.count } == 1 }, "no notification for the current track")
         let title = try rig.currentTitle() ?? ""
         XCTAssertEqual(server.calls.withLock { $0[0].summary }, title)
@@ -152,13 +164,18 @@ final class BridgeTests: DaemonTestCase {
         let second = server.calls.withLock { $0[1] }
         XCTAssertEqual(second.replaces, 41, "the second popup must replace the first")
         XCTAssertNotEqual(second.summary, title)
-        // Pause and volume changes are not track changes.
+        // Pause and volume changes are not track changes. Next's popup follows them through the
+        // same loop and the same cover-art thread: once it is in, any popup they caused is too.
+        defer { _ = try? rig.rpc("core.mixer.set_volume", ["volume": 100]) }
         try playerctl("pause")
         try playerctl("volume", "0.5")
         try playerctl("play")
-        usleep(1_500_000)
-        XCTAssertEqual(server.calls.withLock { $0.count }, 2, "a popup for a pause or a volume change")
-        _ = try? rig.rpc("core.mixer.set_volume", ["volume": 100])
+        try playerctl("next")
+        XCTAssertTrue(waitUntil(10) { server.calls.withLock { $0.count } >= 3 }, "no notification after the second next")
+        let third = try XCTUnwrap(rig.currentTitle())
+        XCTAssertTrue(waitUntil(5) { server.calls.withLock { $0.last?.summary } == third })
+        XCTAssertEqual(server.calls.withLock { $0.map(\.summary) }, [title, second.summary, third],
+                       "a popup for a pause or a volume change")
     }
 
     func testLocalVolumeScalesOnlyThisComputer() throws { try localVolumeScalesOnlyThisComputer() }
@@ -230,7 +247,7 @@ final class BridgeTests: DaemonTestCase {
     }
 
     /// Issue #7's fault: nginx in front answers 502 for 20 s while Mopidy behind it is down. The
-    /// bridge keeps answering GetAll within 100 ms, says why, and follows Mopidy once it is back.
+    /// bridge keeps answering GetAll (within `answerBoundUs`), says why, and follows Mopidy once it is back.
     func testNginxAnswering502ForTwentySeconds() throws {
         XCTAssertTrue(waitUntil(10) { status().contains("\"events\":\"connected\"") }, status())
         try rig.stop("mopidy")
@@ -241,7 +258,7 @@ final class BridgeTests: DaemonTestCase {
                                     "-H", "Content-Type: application/json", "-d", "{}", rig.info.groove_rpc_url], timeout: 10)
         XCTAssertEqual(probe.out, "502")
         let worst = try slowestGetAllUs(seconds: 20, everyMs: 250)
-        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs while nginx answered 502")
+        XCTAssertLessThan(worst, answerBoundUs, "GetAll took \(worst) µs while nginx answered 502")
         let s = status()
         XCTAssertTrue(s.contains("\"events\":\"disconnected\"") && s.contains("502 Bad Gateway"), s)
         try rig.start("mopidy")
@@ -260,7 +277,7 @@ final class BridgeTests: DaemonTestCase {
         var continued = false
         defer { if !continued { try? rig.signal("icecast", "CONT") } }
         let worst = try slowestGetAllUs(seconds: 30, everyMs: 500)
-        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs while Icecast was frozen")
+        XCTAssertLessThan(worst, answerBoundUs, "GetAll took \(worst) µs while Icecast was frozen")
         let s = status()
         XCTAssertTrue(s.contains("no data from \(rig.info.stream_url)") && !s.contains("\"stream\":\"playing\""), s)
         try rig.signal("icecast", "CONT")
@@ -278,7 +295,7 @@ final class BridgeTests: DaemonTestCase {
         defer { if !restarted { _ = try? rig.start("pulse") } }
         XCTAssertTrue(waitUntil(10) { status().contains("\"stream_last_error\"") }, status())
         let worst = try slowestGetAllUs(seconds: 3, everyMs: 100)
-        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs without a sound server")
+        XCTAssertLessThan(worst, answerBoundUs, "GetAll took \(worst) µs without a sound server")
         try rig.start("pulse")
         restarted = true
         let rec = try Recorder(rig: rig)
@@ -313,7 +330,7 @@ final class BridgeTests: DaemonTestCase {
         let s = status()
         let after = attempts()
         print("30 s outage: CPU \(cpu) s, slowest GetAll \(worst) µs")
-        XCTAssertLessThan(worst, 100_000, "GetAll took \(worst) µs during the outage")
+        XCTAssertLessThan(worst, answerBoundUs, "GetAll took \(worst) µs during the outage")
         XCTAssertLessThan(cpu, 0.3, "more than 1 % CPU during the outage")
         XCTAssertTrue(s.contains("\"events\":\"disconnected\""), s)
         XCTAssertTrue(s.contains("reconnecting") || s.contains("failed"), s)
@@ -387,9 +404,10 @@ final class BridgeTests: DaemonTestCase {
             times.append(monotonicUs() - t0)
         }
         times.sort()
+        // The figures are a benchmark's; the bound says only that no GetAll waited on the RPC
+        // stuck behind the hung Mopidy (answerBoundUs).
         print("GetAll round trip while Mopidy hangs: median \(times[25]) µs, max \(times[49]) µs")
-        XCTAssertLessThan(times[25], 5_000)
-        XCTAssertLessThan(times[49], 100_000)
+        XCTAssertLessThan(times[49], answerBoundUs)
         try rig.signal("mopidy", "CONT")
         XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" })
     }

@@ -4,7 +4,7 @@ import MPRIS
 import XCTest
 
 /// What the bridge's children inherit, seen from inside them: the password command (at start and
-/// on a reload) and xdg-open for Raise are scripts that record their environment, their open fds
+/// on a reload) and systemd-run for Raise (with no portal on the bus) are scripts that record their environment, their open fds
 /// and their signal mask and ignored signals, while the bridge plays the rig's stream (so its
 /// libcurl sockets are open).
 final class ChildProcessTests: XCTestCase {
@@ -100,9 +100,20 @@ final class ChildProcessTests: XCTestCase {
         }
     }
 
+    /// A runtime folder with the socket a user service manager listens on (`systemd/private`),
+    /// which is what makes the bridge offer Raise through systemd-run.
+    func userManagerSocketDir() throws -> URL {
+        let runtime = dir.appendingPathComponent("runtime")
+        try FileManager.default.createDirectory(at: runtime.appendingPathComponent("systemd"), withIntermediateDirectories: true)
+        let bound = try runCommand(["/usr/bin/python3", "-c", "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])",
+                                    runtime.appendingPathComponent("systemd/private").path], timeout: 10)
+        guard bound.status == 0 else { throw Rig.RigError(message: "cannot make the manager's socket: \(bound.err)") }
+        return runtime
+    }
+
     func testChildrenGetOnlyTheirFdsADefaultSignalStateAndNoPassword() throws {
         let password = try recorder("password", then: "echo '\(rig.info.password)'")
-        _ = try recorder("xdg-open", then: "exit 0")
+        _ = try recorder("systemd-run", then: "exit 0")
         var env = rig.clientEnvironment
         // Empty: the password comes from the command, and the variable must not reach children.
         env["GROOVE_PASSWORD"] = ""
@@ -110,6 +121,7 @@ final class ChildProcessTests: XCTestCase {
         env["XDG_CONFIG_HOME"] = dir.appendingPathComponent("config").path
         env["XDG_CACHE_HOME"] = dir.appendingPathComponent("cache").path
         env["PATH"] = dir.appendingPathComponent("bin").path + ":" + (env["PATH"] ?? "/usr/bin:/bin")
+        env["XDG_RUNTIME_DIR"] = try userManagerSocketDir().path
         let bus = try DBusConnection(address: rig.info.bus_address)
         XCTAssertTrue(waitUntil(5) { bus.owner(of: MPRISService.busName) == nil }, "a bridge is already on the bus")
         let p = Process()
@@ -136,14 +148,14 @@ final class ChildProcessTests: XCTestCase {
         kill(p.processIdentifier, SIGHUP)
         XCTAssertTrue(waitUntil(10) { ((try? records("password")) ?? []).count == 2 }, "the reload did not run the password command")
         _ = try bus.call(destination: name, path: MPRISInterface.objectPath, interface: MPRISInterface.root, member: "Raise")
-        XCTAssertTrue(waitUntil(10) { ((try? records("xdg-open")) ?? []).count == 1 }, "Raise did not start xdg-open")
+        XCTAssertTrue(waitUntil(10) { ((try? records("systemd-run")) ?? []).count == 1 }, "Raise did not start systemd-run")
 
         let runs = try records("password")
         assertClean(runs[0], "the password command at start")
         assertClean(runs[1], "the password command on reload")
-        let opened = try records("xdg-open")[0]
-        assertClean(opened, "xdg-open")
-        XCTAssertTrue(opened.args.hasPrefix("http://127.0.0.1:"), opened.args)
+        let opened = try records("systemd-run")[0]
+        assertClean(opened, "systemd-run")
+        XCTAssertTrue(opened.args.hasPrefix("--user --collect --quiet xdg-open http://127.0.0.1:"), opened.args)
         XCTAssertTrue(p.isRunning)
     }
 }

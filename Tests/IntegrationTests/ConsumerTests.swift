@@ -20,14 +20,20 @@ final class SignalWatcher: @unchecked Sendable {
     init(address: String, sender: String) throws {
         let c = try DBusConnection(address: address)
         try c.addMatch("type='signal',sender='\(sender)',path='/org/mpris/MediaPlayer2'")
+        let reading = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [self] in
+            reading.signal()
             while !stopping.load(ordering: .relaxed) {
                 guard let s = c.nextSignal(timeoutMs: 100) else { continue }
                 list.withLock { $0.append(Signal(us: s.receivedUs, member: s.member, args: s.args)) }
             }
             done.signal()
         }
-        usleep(100_000)  // the match is in place before the test acts
+        // The match is in place (dbus_bus_add_match waits for the bus's answer), and the thread
+        // that stamps each signal's arrival reads before the test acts.
+        guard reading.wait(timeout: .now() + 10) == .success else {
+            throw Rig.RigError(message: "the signal reader did not start within 10 s")
+        }
     }
 
     func stop() {
@@ -264,7 +270,8 @@ final class ConsumerTests: DaemonTestCase {
                 usleep(100_000)
             }
         }
-        // A session: listening, a seek, next, a pause here, play again, previous.
+        // A session: listening, a seek, next, a pause here, play again, previous. The sleeps are
+        // the session's pace (the sampler checks every answer in between), not waits for events.
         usleep(2_000_000)
         if case .objectPath(let id)? = try metadata()["mpris:trackid"] { try player("SetPosition", [.objectPath(id), .int64(8_000_000)]) }
         usleep(3_000_000)
@@ -343,8 +350,7 @@ final class ConsumerTests: DaemonTestCase {
         XCTAssertLessThanOrEqual((stopped.us - t0) / 1000, 200, "Stopped was announced late")
         XCTAssertEqual(try position(), 0)
         XCTAssertEqual(try metadata()["xesam:title"], title, "the track is still shown")
-        usleep(400_000)
-        XCTAssertLessThan(rec.rms(rec.window(rec.count - 8820, 8820)), 0.001, "still audible after Stop")
+        XCTAssertTrue(waitUntil(2) { rec.rms(rec.window(rec.count - 8820, 8820)) < 0.001 }, "still audible after Stop")
         XCTAssertEqual(try rig.rpc("core.playback.get_state") as? String, "playing", "control = local stopped the house")
         try player("Play")
         XCTAssertTrue(waitUntil(3) { (try? playerctl("status")) == "Playing" })

@@ -50,10 +50,15 @@ class DaemonTestCase: XCTestCase {
          "--stream-url", rig.info.stream_url, "--sink", rig.info.sink, "--autoplay"]
     }
 
+    /// What the daemon is started through, ahead of its own path (a sandbox, in SandboxTests);
+    /// it must exec the daemon in place, so that the pid and signals are the daemon's.
+    var launcher: [String] { [] }
+
     func startDaemon(_ extra: [String] = [], environment: [String: String]? = nil) throws {
         let p = Process()
-        p.executableURL = DaemonTestCase.binary
-        p.arguments = defaultArguments + extra
+        let argv = launcher + [DaemonTestCase.binary.path] + defaultArguments + extra
+        p.executableURL = URL(fileURLWithPath: argv[0])
+        p.arguments = Array(argv.dropFirst())
         p.environment = environment ?? daemonEnvironment
         log = Pipe()
         p.standardError = log
@@ -125,8 +130,8 @@ class DaemonTestCase: XCTestCase {
     /// Calls GetAll every `everyMs` for `seconds` and returns the slowest round trip, µs.
     func slowestGetAllUs(seconds: Double, everyMs: UInt32) throws -> Int64 {
         var worst: Int64 = 0
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
+        let end = monotonicMs() + Int(seconds * 1000)
+        while monotonicMs() < end {
             let t0 = monotonicUs()
             _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                 interface: MPRISInterface.properties, member: "GetAll", args: [.string(MPRISInterface.player)])

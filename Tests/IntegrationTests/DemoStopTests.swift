@@ -1,18 +1,22 @@
 import Foundation
 import XCTest
 
-/// The demo and the rig stop, always (#25): Ctrl-C at the demo's terminal, SIGINT and SIGTERM to
-/// rig.py microseconds apart (at moments spread over its start and after it), SIGKILL to rig.py.
-/// After each, within 5 s, no process the demo or the rig started (Icecast, Mopidy, nginx and its
-/// workers, the sound server, both dbus-daemons, the encoders, the rig's reaper, the bridge,
-/// playerctl) and no socket on any of the rig's ports is left. Tests/Fixtures/stop_the_rig.py does
-/// the stopping and the looking, one JSON line per run; each run starts a rig of its own, not the
-/// shared one. Runs per test: GROOVE_DEMO_STOP_RUNS (2), GROOVE_RIG_SIGNAL_RUNS (6),
-/// GROOVE_RIG_KILL_RUNS (3). The 5 s are #25's promise to a person at a terminal; stops take
-/// 0.1–2.7 s here.
+/// The demo and the rig stop, always (#25): Ctrl-C at the demo's terminal, SIGTERM to the demo,
+/// SIGINT and SIGTERM to rig.py microseconds apart (at moments spread over its start and after
+/// it), SIGKILL to rig.py. After each, within 5 s, no process the demo or the rig started
+/// (Icecast, Mopidy, nginx and its workers, the sound server, both dbus-daemons, the encoders, the
+/// rig's reaper, the bridge, playerctl) and no socket on any of the rig's ports is left.
+/// Tests/Fixtures/stop_the_rig.py does the stopping and the looking, one JSON line per run; each
+/// run starts a rig of its own, not the shared one. Runs per test: GROOVE_DEMO_STOP_RUNS (2),
+/// GROOVE_DEMO_TERM_RUNS (1), GROOVE_RIG_SIGNAL_RUNS (6), GROOVE_RIG_KILL_RUNS (3). The 5 s are
+/// #25's promise to a person at a terminal; stops take 0.1–2.7 s here.
 final class DemoStopTests: XCTestCase {
     func testCtrlCAtTheDemosTerminalStopsEverythingItStarted() throws {
         try stop("demo", runs: Self.runs("GROOVE_DEMO_STOP_RUNS", 2))
+    }
+
+    func testSIGTERMToTheDemoStopsEverythingItStarted() throws {
+        try stop("demo-term", runs: Self.runs("GROOVE_DEMO_TERM_RUNS", 1))
     }
 
     func testSIGINTAndSIGTERMTogetherStopTheRig() throws {

@@ -133,7 +133,9 @@ final class HostileBusTests: DaemonTestCase {
         XCTAssertGreaterThan(sorted.count, 100)
         let p50 = sorted[sorted.count / 2], p99 = sorted[sorted.count * 99 / 100]
         print("flood: \(calls.load(ordering: .relaxed)) calls in 10 s from 4 clients; GetAll p50 \(p50) µs, p99 \(p99) µs, max \(sorted.last!) µs")
-        XCTAssertLessThan(p99, 100_000, "GetAll p99 \(p99) µs under the flood")
+        // The figures are BENCHMARKS.md's; the bound is answerBoundUs (no GetAll waits on the
+        // flood's other calls or the network).
+        XCTAssertLessThan(p99, answerBoundUs, "GetAll p99 \(p99) µs under the flood")
 
         // No gap in the audio: no 100 ms without sound while the flood ran.
         var silentRun = 0, longest = 0

@@ -245,10 +245,10 @@ final class MPRISTests: XCTestCase {
                                env: rig.clientEnvironment)
         XCTAssertNotEqual(g.status, 0)
         XCTAssertTrue(g.err.contains("InvalidArgs"), g.err)
-        // Still answering, and quickly.
+        // Still answering, and not stuck behind the bad calls (answerBoundUs says what it protects).
         let t0 = monotonicUs()
         XCTAssertEqual(try get(MPRISInterface.player, "PlaybackStatus"), .string("Playing"))
-        XCTAssertLessThan(monotonicUs() - t0, 100_000)
+        XCTAssertLessThan(monotonicUs() - t0, answerBoundUs)
         XCTAssertTrue(player.log.isEmpty, "bad calls reached the controller: \(player.log)")
         let status = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                      interface: MPRISService.statusInterface, member: "Status")
@@ -274,8 +274,10 @@ final class MPRISTests: XCTestCase {
             _ = try get(MPRISInterface.player, "Metadata")
             worst = max(worst, monotonicUs() - t0)
         }
-        // A round trip through the bus daemon; the service's own part is far below this.
-        XCTAssertLessThan(worst, 50_000, "slowest Get took \(worst) µs")
+        // A round trip through the bus daemon; the service's own part is far below this. The bound
+        // is answerBoundUs (no Get waits on the controller); the figure is a benchmark's.
+        print("slowest of 50 Gets: \(worst) µs")
+        XCTAssertLessThan(worst, answerBoundUs, "slowest Get took \(worst) µs")
         _ = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                             interface: MPRISInterface.root, member: "Quit")
         XCTAssertEqual(player.log, ["quit"])

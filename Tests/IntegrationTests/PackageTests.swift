@@ -1,4 +1,5 @@
 import Foundation
+import Support
 import XCTest
 
 /// scripts/package: the Debian package builds from a release build, passes lintian without
@@ -11,12 +12,12 @@ final class PackageTests: XCTestCase {
         try Rig.requireTools(PackageTests.tools)
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("groove-package-\(getpid())")
         defer { try? FileManager.default.removeItem(at: out) }
-        let t0 = Date()
+        let t0 = monotonicUs()
         let built = try runCommand([Rig.projectRoot.appendingPathComponent("scripts/package").path, out.path], timeout: 600)
         XCTAssertEqual(built.status, 0, built.out + built.err)
         let deb = try XCTUnwrap(built.out.split(separator: "\n").last.map(String.init))
         XCTAssertTrue(deb.hasSuffix("_\(try dpkgArchitecture()).deb") && deb.contains("/groove-bridge_"), deb)
-        print("package: built in \(Int(Date().timeIntervalSince(t0))) s: \(built.out)")
+        print("package: built in \((monotonicUs() - t0) / 1_000_000) s: \(built.out)")
 
         let fields = try runCommand(["dpkg-deb", "--field", deb, "Package", "Version", "Depends"])
         XCTAssertTrue(fields.out.contains("Package: groove-bridge"), fields.out)

@@ -129,5 +129,5 @@ final class EventCollector: MopidyEventStreamDelegate {
     var events: [MopidyEvent] { state.withLock { $0.events } }
     func eventStreamConnected(url: String) { state.withLock { $0.connected = true } }
     func eventStreamReceived(_ event: MopidyEvent) { state.withLock { $0.events.append(event) } }
-    func eventStreamDisconnected(reason: String, retryInMs: Int) { state.withLock { $0.connected = false } }
+    func eventStreamDisconnected(reason: FailureReason, retryInMs: Int) { state.withLock { $0.connected = false } }
 }

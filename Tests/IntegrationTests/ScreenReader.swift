@@ -1,37 +1,37 @@
 import Foundation
+import Support
 
 /// Collects a process's output as it comes, so a test can wait for a prompt (which ends no line).
 final class ScreenReader: @unchecked Sendable {
-    private let lock = NSCondition()
+    /// Its condition waits on the monotonic clock.
+    private let lock = Monitor()
     private var data = Data()
 
     init(_ handle: FileHandle) {
         Thread.detachNewThread { [self] in
             while true {
                 let chunk = handle.availableData
-                lock.lock()
-                data.append(chunk)
+                lock.withLock { data.append(chunk) }
                 lock.broadcast()
-                lock.unlock()
                 if chunk.isEmpty { return }
             }
         }
     }
 
-    var text: String { lock.lock(); defer { lock.unlock() }; return String(decoding: data, as: UTF8.self) }
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 
     /// Waits until `s` is in the output past what earlier waits found.
     func wait(for s: String, timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        lock.lock()
-        defer { lock.unlock() }
-        while true {
-            let all = String(decoding: data, as: UTF8.self)
-            if let r = all.range(of: s, range: all.index(all.startIndex, offsetBy: min(consumed, all.count))..<all.endIndex) {
-                consumed = all.distance(from: all.startIndex, to: r.upperBound)
-                return true
+        let deadline = monotonicMs() + Int(timeout * 1000)
+        return lock.withLock {
+            while true {
+                let all = String(decoding: data, as: UTF8.self)
+                if let r = all.range(of: s, range: all.index(all.startIndex, offsetBy: min(consumed, all.count))..<all.endIndex) {
+                    consumed = all.distance(from: all.startIndex, to: r.upperBound)
+                    return true
+                }
+                if !lock.wait(deadlineMs: deadline) && monotonicMs() >= deadline { return false }
             }
-            if !lock.wait(until: deadline) { return false }
         }
     }
     private var consumed = 0

@@ -5,6 +5,7 @@ import Mopidy
 import MPRIS
 import Support
 import Synchronization
+import Net
 import XCTest
 
 // The audio tests, on each sound server desktops run: PulseAudio (the rig's own; StreamPlayerTests
@@ -98,9 +99,11 @@ class StreamAudioTestCase: XCTestCase {
 
 final class TimedEvents: MopidyEventStreamDelegate {
     let list = Mutex<[(us: Int64, event: MopidyEvent)]>([])
-    func eventStreamConnected(url: String) {}
+    private let up = Atomic<Bool>(false)
+    var connected: Bool { up.load(ordering: .relaxed) }
+    func eventStreamConnected(url: String) { up.store(true, ordering: .relaxed) }
     func eventStreamReceived(_ event: MopidyEvent) { list.withLock { $0.append((monotonicUs(), event)) } }
-    func eventStreamDisconnected(reason: String, retryInMs: Int) {}
+    func eventStreamDisconnected(reason: FailureReason, retryInMs: Int) {}
 }
 
 extension DaemonTestCase {
@@ -143,8 +146,9 @@ extension DaemonTestCase {
         XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no tone from the bridge")
         try playerctl("pause")
         XCTAssertTrue(waitUntil(2) { (try? playerctl("status")) == "Paused" })
-        usleep(400_000)
-        XCTAssertLessThan(rec.rms(rec.window(rec.count - 8820, 8820)), 0.001, "still audible after pause")
+        // Silence within the margin a loaded machine holds; how fast is SoundServerTests' pause
+        // test's figure (and BENCHMARKS.md's).
+        XCTAssertTrue(waitUntil(2) { rec.rms(rec.window(rec.count - 8820, 8820)) < 0.001 }, "still audible after pause")
         XCTAssertEqual(try rig.rpc("core.playback.get_state") as? String, "playing", "the house was paused")
         try playerctl("play")
         XCTAssertTrue(waitUntil(3) { (try? playerctl("status")) == "Playing" })
@@ -162,9 +166,12 @@ extension DaemonTestCase {
         let full = rec.rms(rec.window(rec.count - 4410, 4410))
         try playerctl("volume", "0.3")
         XCTAssertTrue(waitUntil(2) { Double((try? playerctl("volume")) ?? "") == 0.3 })
-        usleep(800_000)
-        let quiet = rec.rms(rec.window(rec.count - 4410, 4410))
-        XCTAssertEqual(quiet / full, 0.3, accuracy: 0.05, "heard level \(quiet) vs \(full)")
+        // The new level is heard once the sound server's buffer played out.
+        var quiet = full
+        XCTAssertTrue(waitUntil(3) {
+            quiet = rec.rms(rec.window(rec.count - 4410, 4410))
+            return abs(quiet / full - 0.3) <= 0.05
+        }, "heard level \(quiet) vs \(full)")
         XCTAssertEqual(try rig.rpc("core.mixer.get_volume") as? Int, 100, "the house volume changed")
     }
 
@@ -177,7 +184,7 @@ extension DaemonTestCase {
     /// The bridge measures everything from the stream's live edge to the speaker; what happens
     /// inside the server before audio leaves Icecast (Mopidy's output, the encoder) shows in no
     /// byte of the stream and is `server_delay_ms`. On this rig it varies from run to run and
-    /// with the kind of change (measured 0.30–0.45 s), so the test does what the README tells a user
+    /// with the kind of change (measured 0.30–0.45 s), so the test does what doc/behaviour.md tells a user
     /// to do: it measures it first (a raw listener beside the bridge, three changes), sets
     /// `server_delay_ms` to that and reloads, then checks the bridge against the speaker.
     func metadataChangesWhenTheNewTrackIsHeard() throws {
@@ -200,7 +207,7 @@ extension DaemonTestCase {
         let stream = MopidyEventStream(url: rig.info.mopidy_ws_url, delegate: events)
         stream.start()
         defer { stream.stop() }
-        usleep(500_000)
+        XCTAssertTrue(waitUntil(10) { events.connected }, "no events from Mopidy")
 
         /// Changes track `count` times; returns each change as (Mopidy's event time, new title).
         func changeTracks(_ count: Int) throws -> [(us: Int64, title: String)] {
@@ -236,7 +243,9 @@ extension DaemonTestCase {
         let serverDelay = max(0, measured[measured.count / 2])
         let cfg = configDir.appendingPathComponent("groove-bridge/config")
         try FileManager.default.createDirectory(at: cfg.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try "server_delay_ms = \(serverDelay)\n".write(to: cfg, atomically: true, encoding: .utf8)
+        // Kept fixed: what is checked below is the bridge's own measure against that value
+        // (LearnedDelayTests checks the delay it learns).
+        try "server_delay_ms = \(serverDelay)\nheard_sync_learn = false\n".write(to: cfg, atomically: true, encoding: .utf8)
         let joined = reconnects()
         kill(daemon.processIdentifier, SIGHUP)
         XCTAssertTrue(waitUntil(5) { status().contains("server_delay_ms=\(serverDelay)") }, "not reloaded: \(status())")
@@ -261,7 +270,9 @@ extension DaemonTestCase {
         let watcher = try DBusConnection(address: rig.info.bus_address)
         try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'")
         let done = DispatchSemaphore(value: 0)
+        let reading = DispatchSemaphore(value: 0)
         Thread.detachNewThread {
+            reading.signal()
             while !stop.load(ordering: .relaxed) {
                 guard let sig = watcher.nextSignal(timeoutMs: 200), sig.args.count == 3,
                       case .dict(_, _, let changed) = sig.args[1] else { continue }
@@ -274,7 +285,9 @@ extension DaemonTestCase {
             }
             done.signal()
         }
-        usleep(500_000)
+        // The match is in place (addMatch waits for the bus); the thread that stamps each
+        // signal's arrival reads before the tracks change.
+        XCTAssertEqual(reading.wait(timeout: .now() + 10), .success, "the signal reader did not start")
         let starts = try changeTracks(6)
         stop.store(true, ordering: .relaxed)
         done.wait()

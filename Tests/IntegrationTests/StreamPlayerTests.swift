@@ -2,6 +2,7 @@ import Audio
 import Foundation
 import Support
 import Synchronization
+import Net
 import XCTest
 
 final class StatusLog: StreamPlayerDelegate {
@@ -33,11 +34,15 @@ final class StreamPlayerTests: StreamAudioTestCase {
         let p = player(rig.info.stream_url, password: "wrong-\(UUID().uuidString.prefix(8))", log: log)
         p.play()
         XCTAssertTrue(waitUntil(5) { if case .failed = p.currentStatus { return true }; return false })
-        guard case .failed(let reason, let retry) = p.currentStatus else { return XCTFail("\(p.currentStatus)") }
+        guard case .failed(let failure, let retry) = p.currentStatus else { return XCTFail("\(p.currentStatus)") }
+        XCTAssertEqual(failure.kind, .unauthorized(httpStatus: 401), "the kind that asks the user to sign in again")
+        let reason = failure.message
         XCTAssertTrue(reason.contains("refused the password for user 'listener'"), reason)
         XCTAssertTrue(reason.contains("HTTP 401"), reason)
         XCTAssertFalse(reason.contains("wrong-"), "password in the message")
         XCTAssertGreaterThanOrEqual(retry, 30_000)
+        // A window, not a wait for an event: the next attempt is due in 30 s, and a retry loop
+        // would make dozens in these 3 s.
         usleep(3_000_000)
         XCTAssertEqual(p.currentFigures.reconnects, 1, "retried in a loop")
         XCTAssertNil(recorder.recentTone(ms: 1000, candidates: tones), "audio despite a wrong password")
@@ -49,7 +54,7 @@ final class StreamPlayerTests: StreamAudioTestCase {
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 6))
         try rig.stop("icecast", signal: "KILL")
         XCTAssertTrue(waitUntil(5) { if case .reconnecting = p.currentStatus { return true }; return false }, "\(p.currentStatus)")
-        usleep(1_500_000)
+        usleep(1_500_000)  // the outage's length, not a wait for an event
         try rig.start("icecast")
         let back = monotonicUs()
         let heard = recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 10)
@@ -89,7 +94,7 @@ final class StreamPlayerTests: StreamAudioTestCase {
             if case .reconnecting(_, let r) = p.currentStatus { return r.contains("no data") }
             return false
         }, "stall not detected: \(p.currentStatus)")
-        usleep(2_000_000)
+        usleep(2_000_000)  // the stall's length, not a wait for an event
         try rig.signal("icecast", "CONT")
         contd = true
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 15), "no audio after SIGCONT")

@@ -2,6 +2,7 @@ import Audio
 import Foundation
 import Support
 import Synchronization
+import Net
 import XCTest
 
 /// Stream variants served by a small local server (Tests/Fixtures/stream_server.py): every
@@ -146,7 +147,9 @@ final class StreamVariantTests: XCTestCase {
             to: Self.dir.appendingPathComponent("login.html"), atomically: true, encoding: .utf8)
         let p = play("login.html")
         XCTAssertTrue(waitUntil(5) { if case .failed = p.currentStatus { return true }; return false }, "\(p.currentStatus)")
-        guard case .failed(let reason, _) = p.currentStatus else { return }
+        guard case .failed(let failure, _) = p.currentStatus else { return }
+        XCTAssertEqual(failure.kind, .other, "not FLAC is no refused password")
+        let reason = failure.message
         XCTAssertTrue(reason.contains("is not FLAC"), reason)
         XCTAssertTrue(reason.contains("text/html"), reason)
         XCTAssertTrue(reason.contains("/login.html"), reason)

@@ -4,14 +4,14 @@ import Audio
 import XCTest
 
 /// `ConfigKey.all` is the one list of configuration keys: these hold the parser, the defaults,
-/// `description` and README's table to it.
+/// `description` and the key table of doc/configuration.md to it.
 final class ConfigTableTests: XCTestCase {
-    /// README's `| key | default | meaning |` table under "## Configuration": each key (a row may
-    /// name several) with its default cell, backticks removed.
+    /// doc/configuration.md's `| key | default | meaning |` table under "## Configuration": each key
+    /// (a row may name several) with its default cell, backticks removed.
     func readmeTable() throws -> [(key: String, defaultCell: String)] {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("doc/configuration.md"), encoding: .utf8)
         let section = try XCTUnwrap(readme.components(separatedBy: "\n## Configuration\n").dropFirst().first)
             .components(separatedBy: "\n## ").first ?? ""
         let lines = section.split(separator: "\n", omittingEmptySubsequences: false)
@@ -30,16 +30,16 @@ final class ConfigTableTests: XCTestCase {
         return rows
     }
 
-    func testREADMEListsExactlyTheKeysOfTheTable() throws {
+    func testTheConfigurationPageListsExactlyTheKeysOfTheTable() throws {
         let readme = try readmeTable()
         XCTAssertEqual(readme.map(\.key).sorted(), Config.keys.sorted())
-        XCTAssertEqual(Set(readme.map(\.key)).count, readme.count, "a key listed twice in README")
+        XCTAssertEqual(Set(readme.map(\.key)).count, readme.count, "a key listed twice in doc/configuration.md")
     }
 
-    func testREADMEDefaultsBeginWithTheTablesDefault() throws {
+    func testTheConfigurationPagesDefaultsBeginWithTheTablesDefault() throws {
         for (key, cell) in try readmeTable() {
             guard let k = ConfigKey.named(key) else { continue }  // the test above names it
-            XCTAssertTrue(cell.hasPrefix(k.defaultShown), "\(key): README says '\(cell)', the table '\(k.defaultShown)'")
+            XCTAssertTrue(cell.hasPrefix(k.defaultShown), "\(key): doc/configuration.md says '\(cell)', the table '\(k.defaultShown)'")
         }
     }
 
@@ -140,10 +140,46 @@ final class ConfigTableTests: XCTestCase {
                        + "control=local volume=server on_output_lost=pause notify=false autoplay=false heard_sync=false")
     }
 
+    /// The flags as main reads them, applied over a file's values: a flag wins, booleans too.
+    func testFlagsWinOverTheFileBooleansToo() throws {
+        func parse(_ argv: [String], over file: String = "notify = true\nautoplay = true\n") throws -> (Config, [String]) {
+            var c = try Config.parse(file, path: "/c", passwordAllowed: true)
+            var rest: [String] = []
+            var i = 0
+            while i < argv.count {
+                guard let s = try ConfigFlags.read(argv, at: i) else { rest.append(argv[i]); i += 1; continue }
+                try c.set(s.key.name, s.value, origin: s.key.flag)
+                i = s.next
+            }
+            return (c, rest)
+        }
+        var (c, rest) = try parse(["--notify=false", "--autoplay", "false"])
+        XCTAssertFalse(c.notify, "--notify=false over the file's true")
+        XCTAssertFalse(c.autoplay, "--autoplay false over the file's true")
+        XCTAssertEqual(rest, [])
+        (c, rest) = try parse(["--notify", "status", "--autoplay"], over: "")
+        XCTAssertTrue(c.notify, "alone: true; the next argument is not a boolean, so it is not taken")
+        XCTAssertTrue(c.autoplay, "alone at the end: true")
+        XCTAssertEqual(rest, ["status"])
+        (c, _) = try parse(["--notify", "TRUE", "--heard-sync=false", "--stream-url=http://h:8000/s.flac", "--user", "me"], over: "")
+        XCTAssertTrue(c.notify)
+        XCTAssertFalse(c.heardSync)
+        XCTAssertEqual(c.streamURL, "http://h:8000/s.flac")
+        XCTAssertEqual(c.user, "me")
+        XCTAssertThrowsError(try parse(["--notify=maybe"])) {
+            XCTAssertEqual(($0 as? ConfigError)?.message, "--notify: notify: 'maybe' is not true or false")
+        }
+        XCTAssertThrowsError(try parse(["--user"])) { XCTAssertEqual(($0 as? ConfigError)?.message, "--user needs a value; see --help") }
+        for argv in [["--password", "x"], ["--password=x"]] {
+            XCTAssertThrowsError(try parse(argv)) { XCTAssertFalse("\($0)".contains("x\""), "the value is not said") }
+        }
+        XCTAssertNil(try ConfigFlags.read(["--colour=blue"], at: 0))
+    }
+
     func testCommandLineSpellings() throws {
         XCTAssertEqual(ConfigKey.named("stream_url")?.commandLineUsage, "--stream-url URL")
         XCTAssertEqual(ConfigKey.named("control")?.commandLineUsage, "--control local|server")
-        XCTAssertEqual(ConfigKey.named("notify")?.commandLineUsage, "--notify")
+        XCTAssertEqual(ConfigKey.named("notify")?.commandLineUsage, "--notify [true|false]")
         XCTAssertNil(ConfigKey.named("password")?.commandLineUsage)
         XCTAssertEqual(ConfigKey.all.filter { $0.form == .secret }.map(\.name), ["password"])
         for k in ConfigKey.all { XCTAssertFalse(k.help.isEmpty, k.name) }

@@ -2,6 +2,7 @@ import Audio
 @testable import Bridge
 import DBus
 import Mopidy
+import Net
 import XCTest
 
 /// Suspend, the network and the route, through the reducer: inputs at given times → what the
@@ -48,7 +49,7 @@ final class LinkReducerTests: XCTestCase {
     /// A stream failing slowly (a refused password) keeps retrying through sleep, at once on wake.
     func testAFailingStreamIsRetriedAtOnceOnWake() {
         var r = Rig()
-        r.feed(.streamStatus(.failed(reason: "HTTP 401", retryInMs: 30_000), sequence: 2))
+        r.feed(.streamStatus(.failed(reason: FailureReason(.unauthorized(httpStatus: 401), "HTTP 401"), retryInMs: 30_000), sequence: 2))
         _ = r.take()
         r.feed(.sleeping(true))
         XCTAssertEqual(r.take(), [])
@@ -84,7 +85,7 @@ final class LinkReducerTests: XCTestCase {
     func testNoNetworkHoldsRetriesAndItsReturnRetriesAtOnce() {
         var r = Rig()
         r.feed(.streamStatus(.reconnecting(inMs: 500, reason: "refused"), sequence: 2))
-        r.feed(.eventsDisconnected(reason: "refused"))
+        r.feed(.eventsDisconnected(reason: FailureReason("refused")))
         _ = r.take()
         r.feed(.network(.disconnected))
         XCTAssertEqual(r.take(), ["stream hold(true)", "events hold(true)"])
@@ -105,9 +106,9 @@ final class LinkReducerTests: XCTestCase {
     func testTheServersEventsBackRetryTheStreamAtOnce() {
         var r = Rig()
         r.feed(.streamStatus(.reconnecting(inMs: 500, reason: "refused"), sequence: 2))
-        r.feed(.eventsDisconnected(reason: "refused"))
+        r.feed(.eventsDisconnected(reason: FailureReason("refused")))
         _ = r.take()
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         XCTAssertEqual(r.take(), ["call resync", "stream retryNow"])
     }
 

@@ -3,7 +3,7 @@ import Foundation
 import XCTest
 
 /// The manual page (doc/groove-bridge.1) and the bash completion (completion/groove-bridge) list
-/// the keys of `ConfigKey.all`, the one table the parser, `--help` and README's table are made
+/// the keys of `ConfigKey.all`, the one table the parser, `--help` and doc/configuration.md's table are made
 /// from or held to. (ManualPageTests renders the page with groff.)
 final class ManualTests: XCTestCase {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -17,20 +17,24 @@ final class ReconnectPolicyTests: XCTestCase {
     /// rig tests quote these texts.
     func testEachEndAndItsStatus() {
         let table: [(StreamEnd, ConnectionFailure?, StreamStatus)] = [
-            (.httpStatus(401), nil, .failed(reason: "stream refused the password for user 'listener' at \(url) (HTTP 401)", retryInMs: 30_000)),
-            (.httpStatus(403), nil, .failed(reason: "stream refused the password for user 'listener' at \(url) (HTTP 403)", retryInMs: 30_000)),
+            (.httpStatus(401), nil, .failed(reason: FailureReason(.unauthorized(httpStatus: 401),
+                                                          "stream refused the password for user 'listener' at \(url) (HTTP 401)"),
+                                      retryInMs: 30_000)),
+            (.httpStatus(403), nil, .failed(reason: FailureReason(.unauthorized(httpStatus: 403),
+                                                          "stream refused the password for user 'listener' at \(url) (HTTP 403)"),
+                                      retryInMs: 30_000)),
             (.httpStatus(404), nil, .reconnecting(inMs: 250, reason: "no stream at \(url) (HTTP 404)")),
             (.httpStatus(502), nil, .reconnecting(inMs: 250, reason: "\(url) answered HTTP 502")),
             (.stalled(seconds: 8), nil, .reconnecting(inMs: 250, reason: "no data from \(url) for 8 s")),
             (.failed("Couldn't connect to server"), nil, .reconnecting(inMs: 250, reason: "\(url): Couldn't connect to server")),
             (.untrusted("SSL certificate problem: self-signed certificate"), nil,
-             .failed(reason: "\(url): SSL certificate problem: self-signed certificate (a server with its own certificate authority: set ca_file)",
+             .failed(reason: FailureReason("\(url): SSL certificate problem: self-signed certificate (a server with its own certificate authority: set ca_file)"),
                      retryInMs: 30_000)),
             (.finished, nil, .reconnecting(inMs: 250, reason: "\(url) ended the stream")),
             (.stoppedByConsumer, nil, .reconnecting(inMs: 250, reason: "\(url) ended the stream")),
             // What the decoder found wins over how the transfer ended.
             (.finished, ConnectionFailure(reason: "stream at \(url) is not FLAC", permanent: true),
-             .failed(reason: "stream at \(url) is not FLAC", retryInMs: 30_000)),
+             .failed(reason: FailureReason("stream at \(url) is not FLAC"), retryInMs: 30_000)),
             (.stoppedByConsumer, ConnectionFailure(reason: "sound output failed: Connection terminated", permanent: false),
              .reconnecting(inMs: 250, reason: "sound output failed: Connection terminated")),
         ]
@@ -43,7 +47,8 @@ final class ReconnectPolicyTests: XCTestCase {
     func testNoUserNamedWhenThereIsNone() {
         var p = policy()
         XCTAssertEqual(next(&p, .httpStatus(401), user: nil),
-                       .failed(reason: "stream refused the password at \(url) (HTTP 401)", retryInMs: 30_000))
+                       .failed(reason: FailureReason(.unauthorized(httpStatus: 401), "stream refused the password at \(url) (HTTP 401)"),
+                               retryInMs: 30_000))
     }
 
     /// Transient failures follow the home schedule by the time since the outage's first one.

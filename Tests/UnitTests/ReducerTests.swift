@@ -3,6 +3,7 @@ import Audio
 import DBus
 import MPRIS
 import Mopidy
+import Net
 import XCTest
 
 /// The reducer alone: sequences of inputs at given times → what is published, signalled and
@@ -30,12 +31,16 @@ final class ReducerTests: XCTestCase {
             var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: ReducerTests.one, state: .playing,
                              positionMs: 5000, volume: 50)
             s.repeatOn = true
-            feed(.eventsConnected)
+            feed(.eventsConnected(url: Rig.ws))
             sync(s)
             feed(.artReady(trackURI: ReducerTests.one.track.uri, file: "file:///one.jpg"))
             if listening { feed(.streamStatus(.playing, sequence: 1)) }
             trace = []
         }
+
+        /// Where the events socket connects in these tests: none of the layouts, so RPC's layout
+        /// stays (RouteReducerTests connects to the layouts themselves).
+        static let ws = "ws://127.0.0.1:1/events"
 
         static var config: Config {
             var c = Config()
@@ -74,6 +79,7 @@ final class ReducerTests: XCTestCase {
                 case .askToSignIn(let r): trace.append("sign in: \(r.sentence)")
                 case .events(let c): trace.append("events \(c)")
                 case .route(let r, _): trace.append("route \(r.rawValue)")
+                case .useLayout(let l): trace.append("use \(l.rpcURL)")
                 case .probe(let r, _, _): trace.append("probe \(r.rawValue)")
                 }
             }
@@ -158,6 +164,50 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// What waits by the estimate is timed again by the stream's first measure: here the stream
+    /// is heard 700 ms late, sooner than estimated.
+    func testAChangeHeldByTheEstimateIsTimedAgainByTheFirstMeasure() {
+        var r = Rig(listening: false)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.streamDelayMs = 0
+        r.feed(.streamStatus(.playing, sequence: 2))
+        r.advance(toMs: 10_300)
+        XCTAssertEqual(r.title, "One")
+        r.streamDelayMs = 700  // the first measure
+        r.advance(toMs: 11_099)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 11_100)
+        XCTAssertEqual(r.title, "Two", "700 ms of stream + 400 ms of server after Mopidy's change")
+    }
+
+    /// Play here while the house is paused resumes it, and Playing is shown at once: the user's
+    /// own command, like Next, not a change from elsewhere to align with the music.
+    func testPlayResumingThePausedHouseIsShownAtOnce() {
+        var r = Rig(listening: false)
+        r.feed(.event(.trackPlaybackPaused(Self.one, positionMs: 6000)))
+        XCTAssertEqual(r.state.published.playbackStatus, .paused)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        XCTAssertEqual(r.take().filter { $0.hasPrefix("call") || $0.hasPrefix("stream") }, ["stream play", "call resume"])
+        r.feed(.event(.trackPlaybackResumed(Self.one, positionMs: 6000)))
+        XCTAssertEqual(r.state.published.playbackStatus, .playing)
+    }
+
+    /// Mopidy's next/previous while it does not play changes its track without an event: once
+    /// the call is answered, its state is fetched.
+    func testNextWhileTheHouseIsStoppedFetchesWhatItHasNow() {
+        var r = Rig(listening: false)
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        _ = r.take()
+        r.feed(.command(.next))
+        r.feed(.reply(.done(.next)))
+        XCTAssertEqual(r.take(), ["call next", "call resync"])
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .stopped, positionMs: 0, volume: 50))
+        XCTAssertEqual(r.title, "Two")
+    }
+
     func testTrackChangeWhileNotListeningIsPublishedAtOnce() {
         var r = Rig(listening: false)
         r.feed(.event(.trackPlaybackStarted(Self.two)))
@@ -236,11 +286,11 @@ final class ReducerTests: XCTestCase {
 
     func testServerGoingAwayAndComingBack() {
         var r = Rig(listening: false)
-        r.feed(.eventsDisconnected(reason: "Mopidy at x is unreachable"))
+        r.feed(.eventsDisconnected(reason: FailureReason("Mopidy at x is unreachable")))
         XCTAssertEqual(r.take(), ["PlaybackStatus=Stopped Metadata= CanGoNext=false CanGoPrevious=false CanSeek=false CanEditTracks=false"])
         r.feed(.command(.next))
         XCTAssertEqual(r.take(), ["log next: Mopidy is not connected; ignored"])
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         XCTAssertEqual(r.take(), ["call resync"])
         // Events that arrive while the state is fetched apply on top of it, in order.
         r.feed(.event(.volumeChanged(80)))
@@ -255,9 +305,9 @@ final class ReducerTests: XCTestCase {
 
     func testFailedResyncIsRetriedWhileEventsFlow() {
         var r = Rig(listening: false)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         _ = r.take()
-        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: "HTTP 502")))
+        r.feed(.reply(.failed(.resync(generation: r.state.resyncGeneration), reason: FailureReason("HTTP 502"))))
         XCTAssertEqual(r.take(), ["log resync: HTTP 502"])
         r.advance(toMs: 12_000)
         XCTAssertEqual(r.take(), ["call resync"])
@@ -329,8 +379,8 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["Volume=0.4"])
         var s = Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .playing, positionMs: 5000, volume: 40)
         s.muted = true
-        r.feed(.eventsDisconnected(reason: "gone"))
-        r.feed(.eventsConnected)
+        r.feed(.eventsDisconnected(reason: FailureReason("gone")))
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertEqual(r.state.published.volume, 0, "a fetch finds the house muted")
     }
@@ -378,6 +428,21 @@ final class ReducerTests: XCTestCase {
                        ["Metadata=Two", "position 0 ms", "Seeked 0 ms"])
     }
 
+    /// The same restart while the stream is still on its way (Play, then Next and Previous at
+    /// once): the shown position starts again at 0 too, announced.
+    func testPreviousRestartingTheTrackWhileTheStreamConnectsIsSignalledAsSeeked() {
+        var r = Rig(listening: false)
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.connecting, sequence: 1))
+        r.feed(.command(.next))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.advance(toMs: 10_500)
+        _ = r.take()
+        r.feed(.command(.previous))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.take().filter { !$0.hasPrefix("call") && !$0.hasPrefix("art") }, ["position 0 ms", "Seeked 0 ms"])
+    }
+
     func testANewTrackIsNeverASeek() {
         var r = Rig(listening: false)
         r.advance(toMs: 20_000)
@@ -389,11 +454,11 @@ final class ReducerTests: XCTestCase {
         var r = Rig()  // listening: 5000 at the resync, heard 1.4 s later
         var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 5300, volume: 50)
         s.repeatOn = true
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a 0.3 s correction is drift")
         s.positionMs = 9000
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertTrue(r.take().contains("Seeked 7600 ms"), "a 3.7 s correction is a jump (heard 1.4 s later)")
         r.feed(.event(.seeked(positionMs: 9500)))
@@ -415,7 +480,7 @@ final class ReducerTests: XCTestCase {
         r.feed(.event(.seeked(positionMs: 20_000)))
         var s = Snapshot(rpcURL: "u", current: Self.one, state: .playing, positionMs: 25_000, volume: 50)
         s.repeatOn = true
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") })
         XCTAssertEqual(r.state.published.position(nowUs: 30_000_000), 5_600_000, "where you paused")
@@ -502,7 +567,7 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["call setVolume(10)"])
         r.feed(.reply(.done(.setVolume(10))))
         XCTAssertEqual(r.take(), ["call setVolume(50)"], "only the newest of those that waited")
-        r.feed(.reply(.failed(.setVolume(50), reason: "timeout")))
+        r.feed(.reply(.failed(.setVolume(50), reason: FailureReason("timeout"))))
         r.feed(.command(.setVolume(0.6)))
         XCTAssertEqual(r.take(), ["log volume: timeout", "call setVolume(60)"])
     }
@@ -522,14 +587,14 @@ final class ReducerTests: XCTestCase {
 
     func testAStaleOrOrphanedResyncAnswerIsDropped() {
         var r = Rig(listening: false)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         let first = r.state.resyncGeneration
-        r.feed(.eventsConnected)  // reconnected before the first answer came
+        r.feed(.eventsConnected(url: Rig.ws))  // reconnected before the first answer came
         var old = Snapshot(rpcURL: "u", current: Self.two, state: .playing, positionMs: 0, volume: 50)
         old.generation = first
         r.feed(.reply(.synced(old)))
         XCTAssertEqual(r.title, "One", "an older fetch's answer was applied")
-        r.feed(.eventsDisconnected(reason: "gone"))
+        r.feed(.eventsDisconnected(reason: FailureReason("gone")))
         var late = old
         late.generation = r.state.resyncGeneration
         r.feed(.reply(.synced(late)))
@@ -538,7 +603,7 @@ final class ReducerTests: XCTestCase {
 
     func testABurstDuringAFetchIsFetchedAgainNotKept() {
         var r = Rig(listening: false)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         for _ in 0..<(BridgeTuning.maxDeferredEvents + 10) { r.feed(.event(.volumeChanged(40))) }
         XCTAssertLessThanOrEqual(r.state.deferred.count, BridgeTuning.maxDeferredEvents)
         _ = r.take()

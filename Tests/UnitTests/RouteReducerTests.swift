@@ -1,6 +1,7 @@
 import Audio
 @testable import Bridge
 import Mopidy
+import Net
 import XCTest
 
 /// Home network first, remote second: the route decided by the reducer from failures and probe
@@ -14,7 +15,7 @@ final class RouteReducerTests: XCTestCase {
 
     /// Home's front end stops at t = 10 s: the events socket drops and the stream retries.
     func homeGone(_ r: inout Rig) {
-        r.feed(.eventsDisconnected(reason: "ws://127.0.0.1:1/mopidy/ws: closed by server"))
+        r.feed(.eventsDisconnected(reason: FailureReason("ws://127.0.0.1:1/mopidy/ws: closed by server")))
         r.feed(.streamStatus(.reconnecting(inMs: 250, reason: "http://127.0.0.1:1/stream.flac ended the stream"), sequence: 2))
         _ = r.take()
     }
@@ -26,7 +27,7 @@ final class RouteReducerTests: XCTestCase {
         r.advance(toMs: 13_500)
         r.feed(.probed(.remote, answered: true, detail: ""))
         r.advance(toMs: 15_000)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.sync(Snapshot(rpcURL: "https://remote.example/api/mopidy/rpc", current: ReducerTests.one,
                         state: .playing, positionMs: 10_000, volume: 50))
         r.feed(.streamStatus(.playing, sequence: 3))
@@ -57,6 +58,62 @@ final class RouteReducerTests: XCTestCase {
         XCTAssertEqual(r.state.server.current?.track.name, "One", "the state stays")
     }
 
+    /// The failing time and what follows from it are one value: each step of a failure and its
+    /// end leaves exactly one thing due, and nothing of it outlives the failure.
+    func testWhatIsDueFollowsTheFailureAndEndsWithIt() {
+        var r = atHome()
+        XCTAssertEqual(r.state.link.due, .nothing)
+        homeGone(&r)
+        XCTAssertEqual(r.state.link.due, .failing(sinceMs: 10_000, probeAtMs: 13_500))
+        XCTAssertEqual(r.state.nextDeadlineMs, 13_500)
+        r.advance(toMs: 13_500)
+        XCTAssertEqual(r.state.link.due, .failing(sinceMs: 10_000, probeAtMs: nil), "the probe is under way")
+        r.feed(.probed(.remote, answered: true, detail: ""))
+        XCTAssertEqual(r.state.link.due, .switchOver(sinceMs: 10_000, atMs: 15_000))
+        XCTAssertEqual(r.state.nextDeadlineMs, 15_000)
+        // Home is back before the switch: nothing is due at home any more.
+        r.feed(.eventsConnected(url: Rig.ws))
+        r.feed(.streamStatus(.playing, sequence: 3))
+        XCTAssertEqual(r.state.link.due, .nothing)
+        // Asleep in the middle of a failure: the failure is forgotten with everything it scheduled.
+        r.feed(.eventsDisconnected(reason: FailureReason("closed")))
+        XCTAssertEqual(r.state.link.due.failingSinceMs, r.nowMs)
+        r.feed(.sleeping(true))
+        XCTAssertEqual(r.state.link.due, .nothing)
+    }
+
+    /// A host given alone: RPC follows the layout whose events answered, decided by the reducer
+    /// in order with the route's switches; a socket that connected to the route just left moves
+    /// nothing (RPC stays on the new route).
+    func testRPCFollowsTheLayoutThatAnsweredOnTheRouteInUseOnly() throws {
+        var c = Rig.config
+        c.host = "musicbox.local"
+        c.remoteRPCURL = "https://remote.example/api/mopidy/rpc"
+        c.remoteWSURL = "wss://remote.example/ws/mopidy"
+        c.remoteStreamURL = "https://remote.example/stream.flac"
+        var r = Rig(config: c)
+        let home = try XCTUnwrap(r.state.layouts(of: .home))
+        XCTAssertEqual(home.count, 2)
+        r.feed(.eventsDisconnected(reason: FailureReason("closed")))
+        _ = r.take()
+        r.feed(.eventsConnected(url: home[1].wsURL))
+        XCTAssertTrue(r.take().contains("use \(home[1].rpcURL)"))
+        r.feed(.eventsConnected(url: home[0].wsURL))
+        XCTAssertTrue(r.take().contains("use \(home[0].rpcURL)"))
+
+        // Home fails; remote answers and is taken.
+        r.feed(.eventsDisconnected(reason: FailureReason("closed")))
+        r.feed(.streamStatus(.reconnecting(inMs: 250, reason: "gone"), sequence: 50))
+        r.advance(toMs: r.nowMs + 3500)
+        r.feed(.probed(.remote, answered: true, detail: ""))
+        r.advance(toMs: r.nowMs + 1500)
+        XCTAssertEqual(r.state.link.route, .remote)
+        _ = r.take()
+        // The old route's socket connected just before the switch reached it: RPC stays remote.
+        r.feed(.eventsConnected(url: home[1].wsURL))
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("use ") })
+    }
+
     /// The server itself is down (a restart): remote does not answer either, so the bridge stays
     /// home and asks again every 30 s, a request, not a loop.
     func testServerDownEverywhereStaysHome() {
@@ -79,7 +136,7 @@ final class RouteReducerTests: XCTestCase {
         r.advance(toMs: 13_500)
         r.feed(.probed(.remote, answered: true, detail: ""))
         r.advance(toMs: 14_000)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.feed(.streamStatus(.playing, sequence: 3))
         _ = r.take()
         r.advance(toMs: 20_000)
@@ -91,7 +148,7 @@ final class RouteReducerTests: XCTestCase {
         var r = atHome()
         homeGone(&r)
         r.advance(toMs: 13_000)
-        r.feed(.eventsConnected)
+        r.feed(.eventsConnected(url: Rig.ws))
         r.feed(.streamStatus(.playing, sequence: 3))
         _ = r.take()
         XCTAssertNil(r.state.nextDeadlineMs)
@@ -121,7 +178,7 @@ final class RouteReducerTests: XCTestCase {
         XCTAssertEqual(r.state.link.route, .home)
         XCTAssertEqual(r.state.link.routeReason, "home answers again (at a track change)")
         XCTAssertEqual(r.state.streamConfig?.url, "http://127.0.0.1:1/stream.flac")
-        XCTAssertNil(r.state.link.probeAtMs, "at home nothing is probed")
+        XCTAssertEqual(r.state.link.due, .nothing, "at home nothing is probed")
     }
 
     func testOnRemoteHomeIsTakenAtOnceWhileNothingPlaysHere() {

@@ -2,6 +2,7 @@ import Audio
 @testable import Bridge
 import MPRIS
 import Mopidy
+import Net
 import XCTest
 
 final class ServerStateTests: XCTestCase {
@@ -42,7 +43,7 @@ final class ServerStateTests: XCTestCase {
             s.localStream = active
             XCTAssertEqual(s.playerState().playbackStatus, .playing, "\(active)")
         }
-        s.localStream = .failed(reason: "password", retryInMs: 30_000)
+        s.localStream = .failed(reason: FailureReason(.unauthorized(httpStatus: 401), "password"), retryInMs: 30_000)
         XCTAssertEqual(s.playerState().playbackStatus, .paused)
         s.localStream = .playing
         s.state = .paused

@@ -73,6 +73,9 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
     # -- whole rig --
 
     def start(self):
+        # From the first service on: Debian's Icecast 2.4.4 now and then dies of a NULL strlen
+        # (SIGSEGV) just after it started, while the encoders wait for it.
+        threading.Thread(target=self._supervise, name="rig-supervisor", daemon=True).start()
         make_library(self.path("music"))
         make_music(self.path("music"))
         self.start_dbus()
@@ -83,7 +86,6 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
         self.start_mopidy()
         self.start_nginx()
         self.queue_library()
-        threading.Thread(target=self._supervise, name="rig-supervisor", daemon=True).start()
 
     def _supervise(self):
         """Starts again what ended unasked and may restart (see Service), saying so on stderr
@@ -92,13 +94,14 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
         while not self.stopping:
             time.sleep(0.2)
             with self.lock:
-                for svc in self.services.values():
-                    if svc.restart and svc.wanted and svc.proc.poll() is not None:
+                # A copy: the start adds services meanwhile, without the lock.
+                for svc in list(self.services.values()):
+                    p = svc.proc
+                    if svc.restart and svc.wanted and p is not None and p.poll() is not None:
                         try:
-                            if svc.restart is True or svc.restart():
-                                print(f"rig: {svc.name} exited with {svc.proc.returncode}, restarting; "
+                            if (svc.restart is True or svc.restart()) and svc.respawn_if_ended():
+                                print(f"rig: {svc.name} exited with {p.returncode}, restarted; "
                                       f"its log ends:\n{svc.log_tail()}", file=sys.stderr, flush=True)
-                                svc.spawn()
                         except Exception:
                             pass
 

@@ -59,7 +59,10 @@ def child_setup(deathsig=True):
             _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.setpgrp()
         if fd is not None:
-            os.write(fd, b"%d\n" % os.getpid())
+            try:
+                os.write(fd, b"%d\n" % os.getpid())
+            except OSError:  # no reaper (someone killed it): PR_SET_PDEATHSIG and the rig's stop remain
+                pass
         if os.getppid() != parent:
             os._exit(1)
     return setup

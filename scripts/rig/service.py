@@ -3,6 +3,7 @@
 import os
 import signal
 import subprocess
+import threading
 import time
 
 from .procs import child_setup, state, wait_for
@@ -26,6 +27,7 @@ class Service:
         # How often `ready` is asked: finely for a port (cheap, and outage tests time it).
         self.ready_interval = ready_interval
         self.proc = None
+        self.respawn_lock = threading.Lock()
         self.wanted = False
         self.starts = 0
         self.ready_at = None
@@ -62,13 +64,22 @@ class Service:
             except RuntimeError as e:
                 raise RuntimeError(f"{e}; see {self.log_path}") from None
 
+    def respawn_if_ended(self):
+        """Starts it again if it has ended: from the wait for it to be ready or from the rig's
+        supervisor, whichever comes first, never both. True when it did."""
+        with self.respawn_lock:
+            if self.proc is None or self.proc.poll() is None:
+                return False
+            self.spawn()
+            return True
+
     def _alive(self):
         if self.proc.poll() is not None:
             if self.restart:
                 # A source client's first login can be refused while libshout probes protocols;
                 # like a real source client, try again.
                 time.sleep(0.3)
-                self.spawn()
+                self.respawn_if_ended()
                 return False
             raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
         return True
