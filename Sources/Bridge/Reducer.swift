@@ -80,8 +80,7 @@ extension BridgeState {
             network(n, m, &fx)
         case .probed(let r, let answered, let detail):
             probed(r, answered: answered, detail: detail, m, &fx)
-        case .boundaryHeard(let b):
-            learn(b, m, &fx)
+        case .boundaryHeard(let b): learn(b, m, &fx)
         }
         followRoute(m, &fx)
         freezeOrRelease(m)
