@@ -11,6 +11,9 @@ final class StreamOutput: BurstWatcher {
         var sinkName: String?
         var server: String?
         var onOutputLost: OutputLostAction
+        /// Track changes to look for in the audio, and where the answers go (decoder thread).
+        var boundaries: BoundaryRequests? = nil
+        var onBoundary: (BoundaryHeard) -> Void = { _ in }
     }
 
     private let connection: StreamConnection
@@ -25,6 +28,7 @@ final class StreamOutput: BurstWatcher {
     private(set) var joining = true
     private var join: JoinBuffer
     private var delay = HeardDelayEstimator()
+    private var boundaryWatch = BoundaryWatch()
     private let converter = PCMConverter()
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
@@ -56,7 +60,12 @@ final class StreamOutput: BurstWatcher {
             join.skippedUndecoded(ms: f.format.milliseconds(frames: samples))
         }
         stats.decoded(samples: f.samples, format: f.format)
+        let atMs = delay.decodedMs
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
+        if let requests = settings.boundaries, requests.watching {
+            boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
+                                  nowMs: monotonicMs(), answer: settings.onBoundary)
+        }
         if joining {
             converter.convert(f, volume: gain.value, into: &pcm)
             join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))

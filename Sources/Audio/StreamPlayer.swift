@@ -29,6 +29,7 @@ public final class StreamPlayer: @unchecked Sendable {
     private var retryRequested = false
 
     private let stats = StreamStats()
+    private let boundaries = BoundaryRequests()
     private let gain = Gain()
     /// The decoder thread's loop; other threads only wake it.
     private let loop = AudioLoop()
@@ -72,6 +73,14 @@ public final class StreamPlayer: @unchecked Sendable {
     }
 
     public func setDelegate(_ d: StreamPlayerDelegate?) { monitor.withLock { _delegate = d } }
+
+    /// Looks for a track change in the audio around when it is expected to be heard; the answer
+    /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded.
+    public func findBoundary(_ r: BoundaryRequest) { boundaries.add(r) }
+
+    /// Whether the decoder keeps what it needs to find boundaries (a few numbers per 10 ms of
+    /// audio): only while the server's delay is learned.
+    public func watchBoundaries(_ on: Bool) { boundaries.watching = on }
 
     /// Replaces the configuration (e.g. a new password after SIGHUP); reconnects if playing.
     public func update(config: StreamConfig) {
@@ -236,8 +245,12 @@ public final class StreamPlayer: @unchecked Sendable {
         let config = self.config
         let input = StreamInput(ring: c.ring, loop: loop, prefix: start.head, kind: kind, stats: stats,
                                 joinKeepMs: config.joinBufferMs, joinStartedMs: start.firstByteMs)
-        let settings = StreamOutput.Settings(joinKeepMs: config.joinBufferMs, sinkName: config.sink,
+        var settings = StreamOutput.Settings(joinKeepMs: config.joinBufferMs, sinkName: config.sink,
                                              server: config.pulseServer, onOutputLost: config.onOutputLost)
+        settings.boundaries = boundaries
+        settings.onBoundary = { [self] heard in
+            (monitor.withLock { _delegate } as? StreamBoundaryDelegate)?.streamPlayer(boundaryHeard: heard)
+        }
         let output = StreamOutput(
             connection: c, settings: settings, sink: sink, loop: loop, joinStartedMs: start.firstByteMs, stats: stats,
             gain: gain, onPlaying: { [self] in publish(.playing, for: c.generation) },

@@ -12,7 +12,8 @@ import Synchronization
 /// (publishing, stream control); "mopidy-rpc" makes the calls to Mopidy, one at a time, and
 /// hands each answer back as an input; "cover-art" downloads covers and sends notifications.
 /// So the D-Bus thread never waits on the network, and neither does a pause.
-public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPlayerDelegate, @unchecked Sendable {
+public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPlayerDelegate, StreamBoundaryDelegate,
+                           @unchecked Sendable {
     public let client: MopidyClient
     /// Where Mopidy may answer on the route in use, in order of preference: one layout when the
     /// URLs are configured, Groove Audio's then plain Mopidy's from a host alone. The event
@@ -53,6 +54,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         state.link.layouts = layouts
         latest = Mutex(state)
         stream = state.streamConfig.map { StreamPlayer(config: $0, delegate: nil) }
+        stream?.watchBoundaries(config.heardSync && config.heardSyncLearn)
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
                          due: { [weak self] in self?.run(.due) })
     }
@@ -83,7 +85,10 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
 
     /// A new configuration (SIGHUP).
-    public func reload(_ new: Config) { loop.submit(.reload(new), whenFull: .always) }
+    public func reload(_ new: Config) {
+        stream?.watchBoundaries(new.heardSync && new.heardSyncLearn)
+        loop.submit(.reload(new), whenFull: .always)
+    }
 
     // MARK: - The runner (on "bridge")
 
@@ -119,6 +124,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             case .configure(let c): stream?.update(config: c)
             case .retryNow: stream?.retryNow()
             case .hold(let on): stream?.hold(on)
+            case .findBoundary(let r): stream?.findBoundary(r)
             }
         case .events(let command):
             switch command {
@@ -236,6 +242,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// On one of the stream player's threads, under its lock: hand on, never wait.
     public func streamPlayer(statusChanged status: StreamStatus, sequence: Int) {
         loop.submit(.streamStatus(status, sequence: sequence), whenFull: .always)
+    }
+
+    /// On the decoder thread: hand on, never wait.
+    public func streamPlayer(boundaryHeard: BoundaryHeard) {
+        loop.submit(.boundaryHeard(boundaryHeard), whenFull: .always)
     }
 
     /// From the system bus watcher's thread: suspend and the network (see `SystemBusWatcher`).

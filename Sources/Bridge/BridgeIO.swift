@@ -48,6 +48,8 @@ public enum Input: Sendable {
     case network(NetworkState)
     /// The answer to `.probe`: whether the route's Mopidy and stream answered, and if not why.
     case probed(Route, answered: Bool, detail: String)
+    /// Where a track change the server announced was heard in the music (`.findBoundary`).
+    case boundaryHeard(BoundaryHeard)
 }
 
 /// What the runner asks Mopidy, on its own thread; the answer comes back as `.reply`.
@@ -163,6 +165,8 @@ public enum StreamCommand: Equatable, Sendable {
     /// Ends the wait between attempts (`StreamPlayer.retryNow`), or holds retries (no network).
     case retryNow
     case hold(Bool)
+    /// Look for a track change in the audio (`StreamPlayer.findBoundary`).
+    case findBoundary(BoundaryRequest)
 }
 
 /// What the events socket is told (`MopidyEventStream`).

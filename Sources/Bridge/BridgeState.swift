@@ -89,6 +89,8 @@ public struct BridgeState: Sendable {
     /// What refuses the password in this episode (see Reducer+SignIn), and what the user is told.
     var refusedBy: Set<PasswordRefuser> = []
     public internal(set) var signInNeeded: String? = nil
+    /// The server's delay as learned from the music (Reducer+Learn).
+    public internal(set) var learner: ServerDelayLearner
 
     enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
 
@@ -100,6 +102,7 @@ public struct BridgeState: Sendable {
 
     public init(config: Config, canRaise: Bool) {
         self.config = config
+        learner = ServerDelayLearner(startMs: config.serverDelayMs)
         streamConfig = config.effectiveStreamURL.map { BridgeState.streamConfig(config, url: $0) }
         server.localStream = streamConfig == nil ? nil : .stopped
         server.volumeMode = config.volume
@@ -131,8 +134,8 @@ public struct BridgeState: Sendable {
     }
 
     /// How long after the server a change is heard here: the stream's delay plus the server's
-    /// own (`server_delay_ms`), while this computer plays or is on its way to (Play pressed, the
-    /// stream connecting); 0 otherwise (nothing to align to).
+    /// own (`serverDelayMs`: learned, or `server_delay_ms`), while this computer plays or is on
+    /// its way to (Play pressed, the stream connecting); 0 otherwise (nothing to align to).
     public func heardDelayMs(_ m: Moment) -> Int { heardDelay(m).ms }
 
     /// The heard delay, and whether it rests on the stream's measure. Before a connection's
@@ -148,7 +151,7 @@ public struct BridgeState: Sendable {
         default: return (0, true)
         }
         let bound = BridgeTuning.maxHeardDelayMs
-        return (min(bound, stream.adding(saturating: max(0, config.serverDelayMs))), measured)
+        return (min(bound, stream.adding(saturating: max(0, serverDelayMs))), measured)
     }
 }
 

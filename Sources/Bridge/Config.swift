@@ -46,9 +46,12 @@ public struct Config: Sendable, Equatable {
     public var heardSync = true
     /// The server's own part of the stream delay (encoder, Ogg paging and Icecast, from Mopidy
     /// switching to the audio leaving Icecast on time), which a stream carries no timestamps to
-    /// measure by. Measured on the loopback rig (gst flacenc + oggmux + Icecast): ~400 ms; set
-    /// yours if titles change early (raise it) or late (lower it).
+    /// measure by: the value the bridge starts from and learns from the music
+    /// (`heardSyncLearn`). Measured on the loopback rig (gst flacenc + oggmux + Icecast): ~400 ms.
     public var serverDelayMs = 400
+    /// Learn the server's delay from where track changes are heard in the music, starting from
+    /// `serverDelayMs`; false keeps `serverDelayMs` fixed.
+    public var heardSyncLearn = true
     /// Certificate authorities (PEM) to trust for https/wss besides the system's: a home server
     /// with its own CA. Verification is always on.
     public var caFile: String? = nil

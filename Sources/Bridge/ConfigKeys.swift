@@ -91,9 +91,12 @@ extension ConfigKey {
         ConfigKey("heard_sync", .bool, \.heardSync, default: "true",
                   help: "show track changes when they are heard here"),
         ConfigKey("server_delay_ms", .milliseconds(0...30_000), \.serverDelayMs, default: "400",
-                  help: "the server's own stream delay, encoder and Icecast",
+                  help: "the server's own stream delay, encoder and Icecast (where learning starts)",
                   // It only counts when changes wait to be heard.
                   shown: { $0.heardSync ? String($0.serverDelayMs) : nil }),
+        ConfigKey("heard_sync_learn", .bool, \.heardSyncLearn, default: "true",
+                  help: "learn the server's delay from where track changes are heard in the music",
+                  shown: { $0.heardSync ? String($0.heardSyncLearn) : nil }),
         ConfigKey("ca_file", .readableFile, \.caFile, default: "none",
                   help: "CA certificates (PEM) trusted for https/wss besides the system's"),
     ]

@@ -80,6 +80,7 @@ extension BridgeState {
             network(n, m, &fx)
         case .probed(let r, let answered, let detail):
             probed(r, answered: answered, detail: detail, m, &fx)
+        case .boundaryHeard(let b): learn(b, m, &fx)
         }
         followRoute(m, &fx)
         freezeOrRelease(m)
@@ -99,6 +100,7 @@ extension BridgeState {
         let now = m.nowMs
         let userAsked = userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
         let (delay, measured) = heardDelay(m)
+        if isStart && delay > 0 { lookForBoundary(m, &fx) }
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.

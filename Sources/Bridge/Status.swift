@@ -41,6 +41,13 @@ extension Bridge {
             if let format = f.format { o["stream_format"] = .string(format.description) }
             o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
             o["heard_delay_ms"] = .number(Double(heardDelayMs))
+            if s.config.heardSync {
+                o["server_delay_ms"] = .number(Double(s.serverDelayMs))
+                if s.config.heardSyncLearn {
+                    o["server_delay_learned_from"] = .string("\(s.learner.boundaries) of \(s.learner.lookedAt) track changes")
+                    if let at = s.learner.changedAtMs { o["server_delay_changed"] = .string(wallClock(ofMonotonicMs: at)) }
+                }
+            }
             o["stream_reconnects"] = .number(Double(f.reconnects))
             o["stream_bytes"] = .number(Double(f.bytesReceived))
             o["stream_corrupt_frames"] = .number(Double(f.lostSync))

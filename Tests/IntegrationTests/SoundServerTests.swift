@@ -243,7 +243,9 @@ extension DaemonTestCase {
         let serverDelay = max(0, measured[measured.count / 2])
         let cfg = configDir.appendingPathComponent("groove-bridge/config")
         try FileManager.default.createDirectory(at: cfg.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try "server_delay_ms = \(serverDelay)\n".write(to: cfg, atomically: true, encoding: .utf8)
+        // Kept fixed: what is checked below is the bridge's own measure against that value
+        // (LearnedDelayTests checks the delay it learns).
+        try "server_delay_ms = \(serverDelay)\nheard_sync_learn = false\n".write(to: cfg, atomically: true, encoding: .utf8)
         let joined = reconnects()
         kill(daemon.processIdentifier, SIGHUP)
         XCTAssertTrue(waitUntil(5) { status().contains("server_delay_ms=\(serverDelay)") }, "not reloaded: \(status())")

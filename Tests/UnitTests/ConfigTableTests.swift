@@ -58,7 +58,7 @@ final class ConfigTableTests: XCTestCase {
             "host": "musicbox.local", "stream_url": "http://[::1]:8000/stream.flac", "rpc_url": "https://h/rpc",
             "ws_url": "WSS://h/ws", "user": "me", "password": "pw", "password_command": "pass show groove",
             "control": "server", "volume": "local", "sink": "headphones", "notify": "yes", "autoplay": "on",
-            "heard_sync": "0", "server_delay_ms": "250", "ca_file": ca, "on_output_lost": "follow",
+            "heard_sync": "0", "server_delay_ms": "250", "heard_sync_learn": "off", "ca_file": ca, "on_output_lost": "follow",
             "remote_host": "groove.invalid", "remote_stream_url": "https://r/stream.flac", "remote_rpc_url": "https://r/rpc",
             "remote_ws_url": "wss://r/ws",
         ]
@@ -81,6 +81,7 @@ final class ConfigTableTests: XCTestCase {
         expected.autoplay = true
         expected.heardSync = false
         expected.serverDelayMs = 250
+        expected.heardSyncLearn = false
         expected.caFile = ca
         expected.remoteHost = "groove.invalid"
         expected.remoteStreamURL = "https://r/stream.flac"
@@ -128,7 +129,7 @@ final class ConfigTableTests: XCTestCase {
     func testDescriptionNeverShowsThePassword() throws {
         XCTAssertEqual(Config().description,
                        "user=listener password=none control=local volume=server on_output_lost=pause notify=false autoplay=false "
-                       + "heard_sync=true server_delay_ms=400")
+                       + "heard_sync=true server_delay_ms=400 heard_sync_learn=true")
         var c = Config()
         c.host = "::1"
         c.password = "hunter2"

@@ -23,6 +23,8 @@ final class ReducerTests: XCTestCase {
         var trace: [String] = []
         /// Whether the trace shows TrackList/Playlists fetches and signals (their own tests).
         var lists = false
+        /// Whether the trace shows where track changes are looked for in the music (their own tests).
+        var learning = false
 
         init(config: Config = Rig.config, listening: Bool = true) {
             state = BridgeState(config: config, canRaise: false)
@@ -65,6 +67,7 @@ final class ReducerTests: XCTestCase {
                 case .call(let c):
                     if case .resync = c { trace.append("call resync"); break }
                     if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
+                case .stream(.findBoundary(let r)): if learning { trace.append("look for the change of \(r.changedAtMs) ms, \(r.serverDelayMs) ms on") }
                 case .stream(let c): trace.append("stream \(c)")
                 case .fetchArt(let t): trace.append("art \(t.name ?? "")")
                 case .fetchCovers: break

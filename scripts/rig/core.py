@@ -14,12 +14,13 @@ from .icecast import IcecastMixin
 from .library import TRACK_SECONDS, TRACKS, LibraryMixin, make_library
 from .link import LinksMixin
 from .mopidy import MopidyMixin
+from .music import MUSIC, MusicMixin, make_music
 from .procs import LOOPBACK, free_port, free_udp_port, log, state, wait_for
 from .routes import RoutesMixin
 from .sound import SoundMixin
 
 
-class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, LibraryMixin, LinksMixin):
+class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, LibraryMixin, LinksMixin, MusicMixin):
     def __init__(self, root, sound="pulseaudio"):
         self.root = root
         self.lock = threading.RLock()
@@ -76,6 +77,7 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
         # (SIGSEGV) just after it started, while the encoders wait for it.
         threading.Thread(target=self._supervise, name="rig-supervisor", daemon=True).start()
         make_library(self.path("music"))
+        make_music(self.path("music"))
         self.start_dbus()
         self.start_system_bus()
         self.start_sound(self.sound)
@@ -169,6 +171,7 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
             "tracks": [{k: t[k] for k in ("title", "artists", "album", "albumartist", "freq",
                                           "track", "disc", "genre", "date")} for t in TRACKS],
             "track_seconds": TRACK_SECONDS,
+            "music": [{k: t[k] for k in ("title", "kind")} for t in MUSIC],
             "pids": {n: s.pid for n, s in self.services.items()},
             "links": {n: link.port for n, link in dict(self.links).items()},
         }
@@ -206,8 +209,14 @@ class Rig(BusesMixin, SoundMixin, IcecastMixin, MopidyMixin, RoutesMixin, Librar
                                         timeout=float(req.get("timeout", 20)), interval=0.01)}
         if cmd == "queue":
             with self.lock:
-                self.queue_library()
+                if req.get("set") == "music":
+                    self.queue_music()
+                else:
+                    self.queue_library()
             return {}
+        if cmd == "encoder_delay":
+            with self.lock:
+                return self.set_encoder_delay(req.get("ms", 0))
         if cmd == "rpc":
             return self.rpc(req["method"], req.get("params"))
         if cmd == "link":

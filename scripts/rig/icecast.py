@@ -82,24 +82,43 @@ class IcecastMixin:
         self.write_icecast_config()
         self.add(self.icecast_service())
 
-    def start_encoders(self):
+    def encoder_argv(self, delay_ms=0):
+        """The relay encoder. Mopidy's PCM mixed with a live silence source: while Mopidy is
+        paused or between tracks the stream carries silence instead of stopping. The same PCM goes
+        on to ffmpeg for the native FLAC mount. `delay_ms` makes a slower server: Mopidy's PCM
+        leaves the mixer that much later (its pad's running-time offset, with the mixer's latency
+        and the queue before it raised to hold it meanwhile)."""
         ip, pw = self.ports["icecast"], self.source_password
         caps = f"audio/x-raw,format=S16LE,rate={RATE},channels={CHANNELS},layout=interleaved"
-        # Mopidy's PCM mixed with a live silence source: while Mopidy is paused or between tracks
-        # the stream carries silence instead of stopping. The same PCM goes on to ffmpeg for the
-        # native FLAC mount.
-        gst = ["gst-launch-1.0", "-q",
-               "udpsrc", f"address={LOOPBACK}", f"port={self.ports['pcm']}", f"caps={caps}",
-               "buffer-size=1048576", "!", "queue", "!", "mix.",
-               "audiotestsrc", "is-live=true", "wave=silence", "samplesperbuffer=1024", "!",
-               caps, "!", "mix.",
-               "audiomixer", "name=mix", "latency=100000000", "!", caps, "!",
-               "tee", "name=t",
-               "t.", "!", "queue", "!", "flacenc", "!", "oggmux", "!",
-               "shout2send", f"ip={LOOPBACK}", f"port={ip}", f"password={pw}",
-               "mount=/stream.flac", "streamname=Groove Test",
-               "t.", "!", "queue", "!", "udpsink", f"host={LOOPBACK}",
-               f"port={self.ports['pcm_native']}", f"bind-address={LOOPBACK}", "sync=false"]
+        delay_ns = delay_ms * 1_000_000
+        return ["gst-launch-1.0", "-q",
+                "udpsrc", f"address={LOOPBACK}", f"port={self.ports['pcm']}", f"caps={caps}",
+                "buffer-size=1048576", "!", "queue", f"max-size-time={1_000_000_000 + delay_ns}",
+                "max-size-buffers=0", "max-size-bytes=0", "!", "mix.sink_0",
+                "audiotestsrc", "is-live=true", "wave=silence", "samplesperbuffer=1024", "!",
+                caps, "!", "mix.sink_1",
+                "audiomixer", "name=mix", f"latency={100_000_000 + delay_ns}", f"sink_0::offset={delay_ns}",
+                "!", caps, "!",
+                "tee", "name=t",
+                "t.", "!", "queue", "!", "flacenc", "!", "oggmux", "!",
+                "shout2send", f"ip={LOOPBACK}", f"port={ip}", f"password={pw}",
+                "mount=/stream.flac", "streamname=Groove Test",
+                "t.", "!", "queue", "!", "udpsink", f"host={LOOPBACK}",
+                f"port={self.ports['pcm_native']}", f"bind-address={LOOPBACK}", "sync=false"]
+
+    def set_encoder_delay(self, ms):
+        """The relay encoder again, `ms` slower than the rig's own (0: as it starts)."""
+        if not isinstance(ms, int) or not 0 <= ms <= 10_000:
+            raise ValueError(f"encoder delay {ms!r} is not 0..10000 ms")
+        svc = self.services["encoder"]
+        svc.argv = self.encoder_argv(ms)
+        svc.stop(signal.SIGKILL)
+        svc.start()
+        return {"pid": svc.pid, "ready_at": svc.ready_at}
+
+    def start_encoders(self):
+        ip, pw = self.ports["icecast"], self.source_password
+        gst = self.encoder_argv()
         # Like a real source client, an encoder reconnects once Icecast is back.
         icecast_up = lambda: tcp_open(self.ports["icecast"])
         # Stateless: stopped with SIGKILL at the rig's end (ffmpeg lingers for seconds on SIGTERM).
