@@ -29,15 +29,6 @@ public final class PulseSink {
     /// did: reported once, and the player opens a new stream next time.
     private(set) var lost: String? = nil
 
-    /// Desktop mixers show the stream as "Groove Audio" with the music role: libpulse adds
-    /// PULSE_PROP_* environment variables to every client's property list. setenv is not
-    /// thread-safe against getenv: call this at start-up, before any thread.
-    public static func prepareEnvironment() {
-        setenv("PULSE_PROP_media.role", "music", 0)
-        setenv("PULSE_PROP_application.icon_name", "groove-bridge", 0)
-        setenv("PULSE_PROP_application.id", "groove-bridge", 0)
-    }
-
     /// `sink`: a sink name (nil: PULSE_SINK or the default). `bufferMs`: the server-side buffer
     /// (`tlength`); `requestMs`: the least free space the server waits for before it asks for
     /// more (`minreq`). With ADJUST_LATENCY PulseAudio keeps the whole latency near `bufferMs`,
@@ -96,8 +87,6 @@ public final class PulseSink {
         }
     }
 
-    /// A sink named by its name, not by index or a special name such as `@DEFAULT_SINK@`.
-    static func isSinkName(_ s: String) -> Bool { !s.hasPrefix("@") && Int(s) == nil }
 
     deinit {
         // A piece begun and not written is freed with the stream.
@@ -254,16 +243,16 @@ public final class PulseSink {
         return max(0, us)
     }
 
-    // MARK: - Events (from within AudioLoop.wait)
+    // MARK: - Events (from within AudioLoop.wait, through the callbacks in PulseSink+Setup.swift)
 
-    fileprivate func contextChanged() {
+    func contextChanged() {
         let state = pa_context_get_state(context)
         if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
             fail(SinkError(message: "the sound server went away: \(String(cString: pa_strerror(pa_context_errno(context))))"))
         }
     }
 
-    fileprivate func streamChanged() {
+    func streamChanged() {
         guard let s = stream, pa_stream_get_state(s) == PA_STREAM_FAILED else { return }
         let errno = pa_context_errno(context)
         if errno == Int32(PA_ERR_KILLED.rawValue) && pa_context_get_state(context) == PA_CONTEXT_READY
@@ -273,7 +262,7 @@ public final class PulseSink {
         fail(error("sound output failed"))
     }
 
-    fileprivate func streamMoved() {
+    func streamMoved() {
         guard let s = stream else { return }
         let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "another output"
         if lostAction == .follow {
@@ -285,7 +274,7 @@ public final class PulseSink {
         outputLost("the sound output went away (PulseAudio moved the stream to '\(name)')")
     }
 
-    fileprivate func streamSuspended() {
+    func streamSuspended() {
         guard let s = stream, pa_stream_is_suspended(s) == 1, !corked else { return }
         let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "the output"
         if lostAction == .follow {
@@ -309,10 +298,3 @@ public final class PulseSink {
         piece = nil
     }
 }
-
-private func sinkOf(_ me: UnsafeMutableRawPointer?) -> PulseSink { Unmanaged<PulseSink>.fromOpaque(me!).takeUnretainedValue() }
-
-private let paContextState: pa_context_notify_cb_t = { _, me in sinkOf(me).contextChanged() }
-private let paStreamState: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamChanged() }
-private let paStreamMoved: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamMoved() }
-private let paStreamSuspended: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamSuspended() }
