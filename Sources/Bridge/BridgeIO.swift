@@ -82,12 +82,13 @@ public enum MopidyCall: Equatable, Sendable {
     var latestWins: Latest? {
         switch self {
         case .setVolume: return .volume
+        case .setMute: return .mute
         case .seek: return .seek
         default: return nil
         }
     }
 
-    enum Latest: Hashable, Sendable { case volume, seek }
+    enum Latest: Hashable, Sendable { case volume, mute, seek }
 
     /// Moves Mopidy to another entry of its tracklist.
     var changesTrack: Bool {

@@ -24,7 +24,7 @@ extension BridgeState {
         if resyncAgain && eventsConnected { return resync(&fx) }
         let waiting = deferred
         deferred = []
-        for e in waiting { route(e, m, &fx) }
+        for e in waiting { route(e, m, replayed: true, &fx) }
     }
 
     mutating func refresh(_ r: Refresh, _ fx: inout [Effect]) {

@@ -93,14 +93,16 @@ extension BridgeState {
     /// Track changes and server-side pauses are published when they are heard: held for the
     /// stream delay while this computer plays. A track change the user asked for through the
     /// bridge is published at once instead, so the key feels instant; the music follows.
-    mutating func route(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {
+    /// `replayed`: it arrived during a fetch and is applied after it, later than Mopidy sent it.
+    mutating func route(_ e: MopidyEvent, _ m: Moment, replayed: Bool = false, _ fx: inout [Effect]) {
         guard e.isTimeline else { return apply(e, m, &fx) }
         var isStart = false
         if case .trackPlaybackStarted = e { isStart = true }
         let now = m.nowMs
         let userAsked = userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
         let (delay, measured) = heardDelay(m)
-        if isStart && delay > 0 { lookForBoundary(m, &fx) }
+        // A replayed change is dated by the fetch's end, not by Mopidy: no measure of the delay.
+        if isStart && delay > 0 && !replayed { lookForBoundary(m, &fx) }
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.
@@ -278,7 +280,9 @@ extension BridgeState {
             answered(c, &fx)
             // Mopidy moves to another track without an event while it does not play (its
             // `_change` for a stopped or paused house): fetch what it has now.
-            if c.changesTrack, server.state != .playing, eventsConnected, !syncing { resync(&fx) }
+            if c.changesTrack, server.state != .playing, eventsConnected {
+                if syncing { resyncAgain = true } else { resync(&fx) }
+            }
         case .failed(let call, let reason):
             answered(call, &fx)
             lastError = reason.message

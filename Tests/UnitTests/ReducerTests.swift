@@ -208,6 +208,21 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// The same answered during a fetch that began before it: the fetch may predate the move,
+    /// so it is made again.
+    func testNextWhileTheHouseIsStoppedDuringAFetchFetchesAgain() {
+        var r = Rig(listening: false)
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.feed(.command(.next))
+        r.feed(.eventsDisconnected(reason: FailureReason("gone")))
+        r.feed(.eventsConnected(url: Rig.ws))
+        _ = r.take()
+        r.feed(.reply(.done(.next)))
+        XCTAssertEqual(r.take(), [], "a fetch is out: it may predate the move")
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
+        XCTAssertEqual(r.take().filter { $0.hasPrefix("call") }, ["call resync"], "fetched again once it is in")
+    }
+
     func testTrackChangeWhileNotListeningIsPublishedAtOnce() {
         var r = Rig(listening: false)
         r.feed(.event(.trackPlaybackStarted(Self.two)))
@@ -383,6 +398,18 @@ final class ReducerTests: XCTestCase {
         r.feed(.eventsConnected(url: Rig.ws))
         r.sync(s)
         XCTAssertEqual(r.state.published.volume, 0, "a fetch finds the house muted")
+    }
+
+    /// A volume wheel turned on a muted house: one unmute at a time, like the levels.
+    func testAVolumeWheelOnAMutedHouseUnmutesOnceAtATime() {
+        var r = Rig()
+        r.feed(.event(.muteChanged(true)))
+        _ = r.take()
+        for v in [0.5, 0.6, 0.7] { r.feed(.command(.setVolume(v))) }
+        XCTAssertEqual(r.take(), ["call setMute(false)", "call setVolume(50)"])
+        r.feed(.reply(.done(.setMute(false))))
+        r.feed(.reply(.done(.setVolume(50))))
+        XCTAssertEqual(r.take(), ["call setMute(false)", "call setVolume(70)"], "the newest of each, once")
     }
 
     func testCoverArtAndNotificationOnlyForTheCurrentTrack() {
