@@ -13,12 +13,12 @@ public final class PulseSink {
     let pieceBytes: Int
     /// The sound server or the stream failed: this sink is done, a new one is needed.
     private(set) var failure: SinkError? = nil
-    /// The output went away while playing and `OutputLostAction.pause` applies: called from
-    /// within `AudioLoop.wait`, after the stream was corked and flushed.
+    /// The output went away with `pause`: called within `AudioLoop.wait`, corked and flushed.
     var onOutputLost: ((String) -> Void)? = nil
     private(set) var corked = false
     private let loop: AudioLoop
-    private let lostAction: OutputLostAction
+    /// `on_output_lost` now: a reload may change it while this stream plays.
+    private let lostAction: () -> OutputLostAction
     private let context: OpaquePointer
     private var stream: OpaquePointer? = nil
     /// The piece being filled in libpulse's memory: nil, or `capacity` bytes of which `filled`.
@@ -34,7 +34,7 @@ public final class PulseSink {
     /// more (`minreq`). With ADJUST_LATENCY PulseAudio keeps the whole latency near `bufferMs`,
     /// running the sink at (bufferMs − 2 × requestMs) / 2 when no other client asks for less.
     /// Waits on `loop` until the stream is ready (a local server answers at once).
-    init(format: AudioFormat, server: String?, sink: String?, loop: AudioLoop, lostAction: OutputLostAction,
+    init(format: AudioFormat, server: String?, sink: String?, loop: AudioLoop, lostAction: @escaping () -> OutputLostAction,
          bufferMs: Int = StreamTuning.sinkBufferMs, requestMs: Int = StreamTuning.pieceMs) throws(SinkError) {
         self.format = format
         self.loop = loop
@@ -81,7 +81,7 @@ public final class PulseSink {
         } catch {
             throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error
         }
-        if let sink, lostAction == .pause, PulseSink.isSinkName(sink),
+        if let sink, lostAction() == .pause, PulseSink.isSinkName(sink),
            let got = pa_stream_get_device_name(s).map({ String(cString: $0) }), got != sink {
             throw missing
         }
@@ -256,7 +256,7 @@ public final class PulseSink {
         guard let s = stream, pa_stream_get_state(s) == PA_STREAM_FAILED else { return }
         let errno = pa_context_errno(context)
         if errno == Int32(PA_ERR_KILLED.rawValue) && pa_context_get_state(context) == PA_CONTEXT_READY
-            && lostAction == .pause && !corked {
+            && lostAction() == .pause && !corked {
             outputLost("the sound server ended the stream")
         }
         fail(error("sound output failed"))
@@ -265,7 +265,7 @@ public final class PulseSink {
     func streamMoved() {
         guard let s = stream else { return }
         let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "another output"
-        if lostAction == .follow {
+        if lostAction() == .follow {
             Log.info("stream: PulseAudio moved the sound output to '\(name)'; playing on there (on_output_lost = follow)")
             return
         }
@@ -277,7 +277,7 @@ public final class PulseSink {
     func streamSuspended() {
         guard let s = stream, pa_stream_is_suspended(s) == 1, !corked else { return }
         let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "the output"
-        if lostAction == .follow {
+        if lostAction() == .follow {
             Log.info("stream: the sound output '\(name)' was suspended; waiting for it (on_output_lost = follow)")
             return
         }

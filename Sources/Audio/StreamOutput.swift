@@ -10,7 +10,8 @@ final class StreamOutput: BurstWatcher {
         var joinKeepMs: Int
         var sinkName: String?
         var server: String?
-        var onOutputLost: OutputLostAction
+        /// `on_output_lost` now (read when the output goes: a reload may have changed it).
+        var lostAction: () -> OutputLostAction
         /// Track changes to look for in the audio, and where the answers go (decoder thread).
         var boundaries: BoundaryRequests? = nil
         var onBoundary: (BoundaryHeard) -> Void = { _ in }
@@ -162,13 +163,13 @@ final class StreamOutput: BurstWatcher {
         sink = nil
         do throws(SinkError) {
             let s = try PulseSink(format: format, server: settings.server, sink: settings.sinkName, loop: loop,
-                                  lostAction: settings.onOutputLost)
+                                  lostAction: settings.lostAction)
             s.onOutputLost = onOutputLost
             sink = s
         } catch {
             // The output asked for went away before the stream reached it: as when it goes while
             // playing (`on_output_lost = pause`), this computer pauses instead of retrying.
-            if error.missing && settings.onOutputLost == .pause {
+            if error.missing && settings.lostAction() == .pause {
                 onOutputLost(error.message)
             } else {
                 _ = failed(error)

@@ -246,7 +246,8 @@ public final class StreamPlayer: @unchecked Sendable {
         let input = StreamInput(ring: c.ring, loop: loop, prefix: start.head, kind: kind, stats: stats,
                                 joinKeepMs: config.joinBufferMs, joinStartedMs: start.firstByteMs)
         var settings = StreamOutput.Settings(joinKeepMs: config.joinBufferMs, sinkName: config.sink,
-                                             server: config.pulseServer, onOutputLost: config.onOutputLost)
+                                             server: config.pulseServer,
+                                             lostAction: { [weak self] in self?.config.onOutputLost ?? .pause })
         settings.boundaries = boundaries
         settings.onBoundary = { [self] heard in
             (monitor.withLock { _delegate } as? StreamBoundaryDelegate)?.streamPlayer(boundaryHeard: heard)
