@@ -88,69 +88,6 @@ extension BridgeState {
         return fx
     }
 
-    // MARK: - Heard-now
-
-    /// Track changes and server-side pauses are published when they are heard: held for the
-    /// stream delay while this computer plays. A track change the user asked for through the
-    /// bridge is published at once instead, so the key feels instant; the music follows.
-    /// `replayed`: it arrived during a fetch and is applied after it, later than Mopidy sent it.
-    mutating func route(_ e: MopidyEvent, _ m: Moment, replayed: Bool = false, _ fx: inout [Effect]) {
-        guard e.isTimeline else { return apply(e, m, &fx) }
-        var isStart = false
-        if case .trackPlaybackStarted = e { isStart = true }
-        let now = m.nowMs
-        let userAsked = userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
-        let (delay, measured) = heardDelay(m)
-        // A replayed change is dated by the fetch's end, not by Mopidy: no measure of the delay.
-        if isStart && delay > 0 && !replayed { lookForBoundary(m, &fx) }
-        if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
-            if isStart {
-                // Newer than anything held: what still waits is dropped.
-                held.removeAll()
-                lastDueMs = 0
-            }
-            if lastDueMs <= now { return apply(e, m, &fx) }
-        }
-        let due = max(now.adding(saturating: delay), lastDueMs)
-        lastDueMs = due
-        held.append(Held(dueMs: due, heldMs: due - now, event: e))
-        if !measured && estimateCheckAtMs == nil { estimateCheckAtMs = now.adding(saturating: BridgeTuning.estimateCheckMs) }
-        fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
-    }
-
-    /// Changes held by the estimate of the stream's delay are timed again, in order, once it is
-    /// measured (or once nothing is heard here: then they are due at once, as when not listening).
-    mutating func retimeHeld(_ m: Moment) {
-        guard let at = estimateCheckAtMs else { return }
-        let (delay, measured) = heardDelay(m)
-        if !measured && !held.isEmpty {
-            if at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
-            return
-        }
-        estimateCheckAtMs = nil
-        var last = 0
-        held.updateEach { h in
-            let arrived = h.dueMs.subtracting(saturating: h.heldMs)
-            h.dueMs = max(arrived.adding(saturating: delay), last)
-            h.heldMs = h.dueMs.subtracting(saturating: arrived)
-            last = h.dueMs
-        }
-        if !held.isEmpty { lastDueMs = last }
-    }
-
-    /// Applies the held events that are due, each at the moment it became due.
-    mutating func releaseDue(_ m: Moment, _ fx: inout [Effect]) {
-        while let first = held.first, first.dueMs <= m.nowMs {
-            _ = held.popFirst()
-            var at = m
-            at.nowUs = Int64(first.dueMs) * 1000
-            // Its positions are those of what is heard: it was held for as long as it trails.
-            applyingHeldMs = first.heldMs
-            apply(first.event, at, &fx)
-            applyingHeldMs = 0
-        }
-    }
-
     // MARK: - Mopidy's events
 
     mutating func apply(_ e: MopidyEvent, _ m: Moment, _ fx: inout [Effect]) {

@@ -15,7 +15,9 @@ final class TitleSignals: @unchecked Sendable {
     init(busAddress: String) throws {
         let watcher = try DBusConnection(address: busAddress)
         try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'")
+        let reading = DispatchSemaphore(value: 0)
         Thread.detachNewThread { [self] in
+            reading.signal()
             while !stopped.load(ordering: .relaxed) {
                 guard let sig = watcher.nextSignal(timeoutMs: 200), sig.args.count == 3,
                       case .dict(_, _, let changed) = sig.args[1] else { continue }
@@ -28,6 +30,9 @@ final class TitleSignals: @unchecked Sendable {
             }
             done.signal()
         }
+        // The match is in place (addMatch waits for the bus), and the thread that stamps each
+        // signal's arrival is reading before the caller goes on.
+        guard reading.wait(timeout: .now() + 10) == .success else { throw Rig.RigError(message: "the signal reader did not start") }
     }
 
     /// The first signal of `title` from `fromUs` on.

@@ -265,36 +265,13 @@ extension DaemonTestCase {
             XCTAssertLessThan(latencyWith.configured * 4, latencyBefore.configured, "the recorder did not lower the sink's latency")
         }
         // Every Metadata title the bridge publishes, with the time it arrived.
-        let titles = Mutex<[(us: Int64, title: String)]>([])
-        let stop = Atomic<Bool>(false)
-        let watcher = try DBusConnection(address: rig.info.bus_address)
-        try watcher.addMatch("type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'")
-        let done = DispatchSemaphore(value: 0)
-        let reading = DispatchSemaphore(value: 0)
-        Thread.detachNewThread {
-            reading.signal()
-            while !stop.load(ordering: .relaxed) {
-                guard let sig = watcher.nextSignal(timeoutMs: 200), sig.args.count == 3,
-                      case .dict(_, _, let changed) = sig.args[1] else { continue }
-                for (k, v) in changed where k.stringValue == "Metadata" {
-                    guard case .variant(.dict(_, _, let meta)) = v else { continue }
-                    for (mk, mv) in meta where mk.stringValue == "xesam:title" {
-                        if case .variant(.string(let t)) = mv { titles.withLock { $0.append((sig.receivedUs, t)) } }
-                    }
-                }
-            }
-            done.signal()
-        }
-        // The match is in place (addMatch waits for the bus); the thread that stamps each
-        // signal's arrival reads before the tracks change.
-        XCTAssertEqual(reading.wait(timeout: .now() + 10), .success, "the signal reader did not start")
+        let titles = try TitleSignals(busAddress: rig.info.bus_address)
         let starts = try changeTracks(6)
-        stop.store(true, ordering: .relaxed)
-        done.wait()
+        titles.stop()
         var aligned: [Int] = [], unaligned: [Int] = [], server: [Int] = []
         for (eventUs, title) in starts {
             guard let freq = rig.track(titled: title)?.freq else { continue }
-            let signal = titles.withLock { $0.first { $0.title == title && $0.us >= eventUs - 100_000 }?.us }
+            let signal = titles.first(title, fromUs: eventUs - 100_000)
             let heard = rec.firstHeard(freq, candidates: tones, fromUs: eventUs)
             guard let signal, let heard else {
                 XCTFail("\(title): signal \(String(describing: signal)), heard \(String(describing: heard))")
