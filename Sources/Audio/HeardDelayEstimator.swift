@@ -20,6 +20,8 @@ struct HeardDelayEstimator {
     private(set) var onTimeOriginMs: Double? = nil
     private var lastArrivalMs = 0
     private var smoothedMs = 0.0
+    /// How late the newest decoded audio was at the last `delayMs` (for the log).
+    private(set) var lateMs = 0.0
 
     init(creep: Double = StreamTuning.originCreep, smoothing: Double = StreamTuning.delaySmoothing) {
         self.creep = creep
@@ -52,7 +54,7 @@ struct HeardDelayEstimator {
     /// `heldMs`: the join buffer not yet written.
     mutating func delayMs(nowMs: Int, soundServerMs: Int, unwrittenMs: Int, heldMs: Int) -> Int? {
         guard let origin = onTimeOriginMs else { return nil }
-        let lateMs = Double(nowMs) - origin - decodedMs
+        lateMs = Double(nowMs) - origin - decodedMs
         let raw = max(0, lateMs) + Double(soundServerMs + unwrittenMs + heldMs)
         smoothedMs = smoothedMs == 0 ? raw : smoothedMs + (raw - smoothedMs) * smoothing
         return Int(smoothedMs)

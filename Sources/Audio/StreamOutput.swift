@@ -33,6 +33,7 @@ final class StreamOutput: BurstWatcher {
     private let converter = PCMConverter()
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
+    private var loggedDelayMs = 0
 
     /// `onPlaying`: the first audio of this connection is about to be written. `onOutputLost`:
     /// the sink went away while playing (`OutputLostAction.pause`), already silent.
@@ -197,6 +198,11 @@ final class StreamOutput: BurstWatcher {
         let unwrittenMs = format.milliseconds(frames: sink.pendingBytes / format.sinkBytesPerFrame)
         guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: soundServerMs,
                                      unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
+        // A jump of the measure is said with its parts (--verbose): what moved it.
+        if abs(ms - loggedDelayMs) > 250 {
+            loggedDelayMs = ms
+            Log.debug("stream: heard delay \(ms) ms: decoded audio \(Int(delay.lateMs)) ms late, \(soundServerMs) ms in the sound server, \(unwrittenMs) unwritten, \(join.heldMs) held")
+        }
         stats.output(bufferedMs: soundServerMs, delayMs: ms)
     }
 }
