@@ -62,7 +62,7 @@ class WalkTestCase: DaemonTestCase {
         try startDaemon()
         defer {
             stopDaemon()
-            try? world.mend()
+            world.mend()
         }
         guard waitUntil(15, { client.owner(of: MPRISService.busName) != nil && (try? playerctl("status")) == "Paused" }) else {
             throw Rig.RigError(message: "the bridge did not come up paused")

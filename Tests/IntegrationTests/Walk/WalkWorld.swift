@@ -202,26 +202,31 @@ final class WalkWorld {
 
     /// Everything a walk broke, mended, and the house as the rig keeps it: playing, repeat on,
     /// random off, unmuted at full volume, its own sink the default.
-    func mend() throws {
+    func mend() {
         for p in secondStreams where p.isRunning { p.terminate() }
         secondStreams = []
         if state.asleep { system.prepareForSleep(false); state.asleep = false }
         if !state.networkUp { system.networkState(70); state.networkUp = true }
-        for s in state.down { _ = try rig.start(s) }
-        if state.down.contains("icecast") { _ = try rig.waitLive() }
+        // Each repair is tried whatever the one before did: one that fails must not leave the
+        // house muted, say, for the next walk. What fails is said.
+        func attempt(_ what: String, _ body: () throws -> Void) {
+            do { try body() } catch { print("walk: mend: \(what): \(error)") }
+        }
+        for s in state.down { attempt("start \(s)") { _ = try rig.start(s) } }
+        if state.down.contains("icecast") { attempt("wait for the mount") { _ = try rig.waitLive() } }
         state.down = []
-        try? rig.signal("icecast", "CONT")
-        if module == nil { try loadSink() }
-        _ = try pactl("set-default-sink", sound.sink)
+        attempt("thaw icecast") { try rig.signal("icecast", "CONT") }
+        if module == nil { attempt("load the sink") { try loadSink() } }
+        attempt("default sink") { _ = try pactl("set-default-sink", sound.sink) }
         state.defaultIsWalk = false
-        _ = try rig.rpc("core.mixer.set_mute", ["mute": false])
-        _ = try rig.rpc("core.mixer.set_volume", ["volume": 100])
-        _ = try rig.rpc("core.tracklist.set_repeat", ["value": true])
-        _ = try rig.rpc("core.tracklist.set_random", ["value": false])
-        _ = try rig.rpc("core.tracklist.set_single", ["value": false])
-        _ = try rig.rpc("core.playback.play")
+        let house: [(String, [String: Any])] = [
+            ("core.mixer.set_mute", ["mute": false]), ("core.mixer.set_volume", ["volume": 100]),
+            ("core.tracklist.set_repeat", ["value": true]), ("core.tracklist.set_random", ["value": false]),
+            ("core.tracklist.set_single", ["value": false]), ("core.playback.play", [:]),
+        ]
+        for (method, params) in house { attempt(method) { _ = try rig.rpc(method, params) } }
         houseTrackUnknown = false
-        try writeConfig(serverDelayMs: 400, onOutputLost: "pause")
+        attempt("configuration") { try writeConfig(serverDelayMs: 400, onOutputLost: "pause") }
         onOutputLost = "pause"
     }
 
