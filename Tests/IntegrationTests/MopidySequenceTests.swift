@@ -47,7 +47,7 @@ final class MopidySequenceTests: XCTestCase {
         XCTAssertEqual(added.count, 2)
         XCTAssertEqual(try tlids(), added, "the tracklist is the playlist's items, nothing else")
         XCTAssertEqual(try client.tracklistAroundCurrent(count: 10).map(\.track.uri), [lib[2], lib[0]])
-        XCTAssertEqual(try currentTlid(), added.first, "the first item plays")
+        XCTAssertTrue(waitUntil(5) { (try? currentTlid()) == added.first }, "the first item plays")
         XCTAssertEqual(try client.state(), .playing)
     }
 
@@ -67,7 +67,8 @@ final class MopidySequenceTests: XCTestCase {
         XCTAssertEqual(try client.index(tlid: gone.tlid), 0, "a track no longer there: at the start")
 
         let played = try client.addTrack(uri: lib[2], afterTlid: current.tlid, play: true)
-        XCTAssertEqual(try currentTlid(), played.tlid)
+        // Mopidy's play answers before its current track is switched: wait for it.
+        XCTAssertTrue(waitUntil(5) { (try? currentTlid()) == played.tlid }, "the added track plays")
         XCTAssertEqual(played.track.uri, lib[2])
     }
 
@@ -75,7 +76,7 @@ final class MopidySequenceTests: XCTestCase {
         let lib = try libraryURIs()
         let opened = try client.open(uri: lib[1])
         XCTAssertEqual(try tlids().last, opened.tlid, "at the end")
-        XCTAssertEqual(try currentTlid(), opened.tlid)
+        XCTAssertTrue(waitUntil(5) { (try? currentTlid()) == opened.tlid }, "the opened track plays")
 
         let before = try tlids()
         do {
