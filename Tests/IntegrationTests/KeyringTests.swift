@@ -41,11 +41,15 @@ class KeyringTestCase: XCTestCase {
         ["--stream-url", rig.info.stream_url, "--rpc-url", rig.info.groove_rpc_url, "--ws-url", rig.info.groove_ws_url]
     }
 
-    func startBridge(_ args: [String]) throws {
+    /// Starts the bridge with `args`, through `launcher` (a program and its arguments before the
+    /// bridge's path) when given, with `extra` added to the environment.
+    func startBridge(_ args: [String], launcher: (URL, [String])? = nil, env extra: [String: String] = [:]) throws {
         let p = Process()
-        p.executableURL = DaemonTestCase.binary
-        p.arguments = args + ["--sink", rig.info.sink, "--autoplay"]
-        p.environment = environment
+        p.executableURL = launcher?.0 ?? DaemonTestCase.binary
+        p.arguments = (launcher.map { $0.1 + [DaemonTestCase.binary.path] } ?? []) + args + ["--sink", rig.info.sink, "--autoplay"]
+        var env = environment
+        for (k, v) in extra { env[k] = v }
+        p.environment = env
         bridgeLog = Pipe()
         p.standardError = bridgeLog
         p.standardOutput = bridgeLog

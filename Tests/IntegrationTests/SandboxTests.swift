@@ -270,21 +270,8 @@ final class SandboxedPasswordTests: KeyringTestCase {
     }
 
     func startSandboxed(_ args: [String], env extra: [String: String] = [:]) throws {
-        let p = Process()
-        p.executableURL = Sandbox.launcher
-        p.arguments = Array(Sandbox.prefix(denials: denials).dropFirst()) + [DaemonTestCase.binary.path] + args
-            + ["--sink", rig.info.sink, "--autoplay"]
-        var env = environment
-        for (k, v) in extra { env[k] = v }
-        p.environment = env
-        bridgeLog = Pipe()
-        p.standardError = bridgeLog
-        p.standardOutput = bridgeLog
-        try p.run()
-        bridge = p
-        let bus = try DBusConnection(address: keyring.address)
-        XCTAssertTrue(waitUntil(10) { bus.owner(of: MPRISService.busName) != nil }, "the bridge is not on the bus")
-        Sandbox.assertConfined(p.processIdentifier)
+        try startBridge(args, launcher: (Sandbox.launcher, Array(Sandbox.prefix(denials: denials).dropFirst())), env: extra)
+        if let bridge { Sandbox.assertConfined(bridge.processIdentifier) }
     }
 
     func assertPlays(from source: String, _ what: String) {
