@@ -167,6 +167,17 @@ extension MopidyEvent {
             return false
         }
     }
+
+    /// What a command here (Play, Next, Previous, a track chosen) can make the house do: start,
+    /// resume or change track. A pause or a stop in the window after such a command is not its
+    /// answer but someone else's doing, and is held like any change from elsewhere.
+    var startsMusic: Bool {
+        switch self {
+        case .trackPlaybackStarted, .trackPlaybackResumed: return true
+        case .playbackStateChanged(_, let new): return new == .playing
+        default: return false
+        }
+    }
 }
 
 func describe(_ t: Track?) -> String {

@@ -7,14 +7,17 @@ import Support
 extension BridgeState {
     /// Track changes and server-side pauses are published when they are heard: held for the
     /// stream delay while this computer plays. A track change the user asked for through the
-    /// bridge is published at once instead, so the key feels instant; the music follows.
+    /// bridge is published at once instead, so the key feels instant; the music follows. Only what
+    /// the command can cause goes through at once: a pause or stop from elsewhere in the same
+    /// window is held, so Paused and Stopped never come before the music ends here.
     /// `replayed`: it arrived during a fetch and is applied after it, later than Mopidy sent it.
     mutating func route(_ e: MopidyEvent, _ m: Moment, replayed: Bool = false, _ fx: inout [Effect]) {
         guard e.isTimeline else { return apply(e, m, &fx) }
         var isStart = false
         if case .trackPlaybackStarted = e { isStart = true }
         let now = m.nowMs
-        let userAsked = userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
+        let userAsked = e.startsMusic
+            && (userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false)
         let (delay, measured) = heardDelay(m)
         // A replayed change is dated by the fetch's end, not by Mopidy: no measure of the delay.
         if isStart && delay > 0 && !replayed { lookForBoundary(m, &fx) }

@@ -289,6 +289,25 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// Found by a random walk: Previous here, then the house stopped from elsewhere within the
+    /// window of the user's command. The stop is not the command's answer: Stopped comes when
+    /// the music ends here, not while it still plays.
+    func testAStopElsewhereSoonAfterACommandHereIsHeldUntilHeard() {
+        var r = Rig()
+        r.feed(.command(.previous))
+        r.advance(toMs: 10_300)
+        r.feed(.event(.trackPlaybackStarted(Self.one)))
+        _ = r.take()
+        r.advance(toMs: 10_600)
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.feed(.event(.trackPlaybackEnded(Self.one, positionMs: 300)))
+        XCTAssertEqual(r.state.published.playbackStatus, .playing, "Stopped before the music ends here")
+        r.advance(toMs: 10_600 + 1399)
+        XCTAssertEqual(r.state.published.playbackStatus, .playing)
+        r.advance(toMs: 10_600 + 1400)
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+    }
+
     func testSeekElsewhereIsSignalledWhenHeardAfterThePosition() {
         var r = Rig()
         r.feed(.event(.seeked(positionMs: 20_000)))
