@@ -44,7 +44,10 @@ enum BridgeTuning {
 
 /// Everything the bridge knows and has published, as one value. Only `reduce` changes it.
 public struct BridgeState: Sendable {
+    /// The house: what Mopidy says of itself.
     public internal(set) var server = ServerState()
+    /// This computer: its stream, its volume, Stop pressed here, sleep, what was last heard.
+    public internal(set) var local = LocalState()
     public internal(set) var config: Config
     /// What the stream player was last told; nil when no stream is configured.
     public internal(set) var streamConfig: StreamConfig?
@@ -104,10 +107,10 @@ public struct BridgeState: Sendable {
         self.config = config
         learner = ServerDelayLearner(startMs: config.serverDelayMs)
         streamConfig = config.effectiveStreamURL.map { BridgeState.streamConfig(config, url: $0) }
-        server.localStream = streamConfig == nil ? nil : .stopped
-        server.volumeMode = config.volume
-        server.canRaise = canRaise
-        published = server.playerState()
+        local.stream = streamConfig == nil ? nil : .stopped
+        local.volumeMode = config.volume
+        local.canRaise = canRaise
+        published = playerState(server, local)
     }
 
     public static func streamConfig(_ c: Config, url: String) -> StreamConfig {
@@ -145,7 +148,7 @@ public struct BridgeState: Sendable {
     func heardDelay(_ m: Moment) -> (ms: Int, measured: Bool) {
         guard hasStream, config.heardSync, let expected = streamConfig?.expectedDelayMs else { return (0, true) }
         let stream: Int, measured: Bool
-        switch server.localStream {
+        switch local.stream {
         case .playing? where m.streamDelayMs > 0: (stream, measured) = (m.streamDelayMs, true)
         case .playing?, .connecting?, .buffering?: (stream, measured) = (expected, false)
         default: return (0, true)

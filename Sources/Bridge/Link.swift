@@ -45,13 +45,10 @@ extension BridgeTuning {
     static let homeProbeMs = 60_000
 }
 
-/// The bridge's hold on the network: suspend, NetworkManager's state and the route, as one value
-/// inside `BridgeState`. Only the reducer changes it.
+/// The bridge's hold on the network: NetworkManager's state and the route, as one value inside
+/// `BridgeState`. Only the reducer changes it.
 public struct LinkState: Sendable, Equatable {
     public internal(set) var network = NetworkState.unknown
-    public internal(set) var asleep = false
-    /// This computer listened when sleep came: it listens again on wake.
-    var resumeOnWake = false
     public internal(set) var route = Route.home
     /// When the route was taken (monotonic ms); nil until the first input.
     public internal(set) var routeSinceMs: Int? = nil

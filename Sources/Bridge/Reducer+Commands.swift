@@ -14,7 +14,7 @@ extension BridgeState {
             // Play always leads to music: the stream connects (unless it already plays or is on
             // its way: Play while playing is no change), and a paused or stopped house is resumed
             // or started.
-            if hasStream && !server.localActive { fx.append(.stream(.play)) }
+            if hasStream && !local.streamActive { fx.append(.stream(.play)) }
             if server.connected && server.state != .playing {
                 // The house starting again because of this Play is shown at once, like Next.
                 userAskedAtMs = m.nowMs
@@ -27,7 +27,7 @@ extension BridgeState {
             // Stop means "stop listening here": Stopped at position 0, the track still shown;
             // Play joins the live edge again.
             if hasStream {
-                server.stoppedHere = true
+                local.stopPressed = true
                 fx.append(.stream(.stop))
             }
             if serverControl { call(.stop, &fx) }
@@ -49,7 +49,7 @@ extension BridgeState {
         case .setVolume(let v):
             if config.volume == .local && hasStream {
                 fx.append(.stream(.volume(v)))
-                server.localVolume = v
+                local.volume = v
             } else {
                 let level = Int((v * 100).rounded())
                 // A muted house shows 0: any level above it is heard, so it unmutes first.
@@ -114,17 +114,17 @@ extension BridgeState {
 
     mutating func reload(_ new: Config, _ fx: inout [Effect]) {
         // Leaving volume = local: this computer's gain goes back to full, Mopidy's mixer rules.
-        if config.volume == .local && new.volume != .local && server.localVolume != 1 {
-            server.localVolume = 1
+        if config.volume == .local && new.volume != .local && local.volume != 1 {
+            local.volume = 1
             if hasStream { fx.append(.stream(.volume(1))) }
         }
         config = new
-        server.volumeMode = new.volume
+        local.volumeMode = new.volume
         // A change the stream sees reconnects it, and so does a reload while it is failed (the
         // server may have been fixed); not, say, a new server_delay_ms while it plays.
         if let old = streamConfig, let next = streamConfig(of: link.route) {
             var failed = false
-            if case .failed? = server.localStream { failed = true }
+            if case .failed? = local.stream { failed = true }
             if next != old || failed {
                 streamConfig = next
                 fx.append(.stream(.configure(next)))

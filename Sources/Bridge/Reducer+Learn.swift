@@ -65,7 +65,7 @@ extension BridgeState {
     /// The server announced a track change now: look for it in the music, while this computer
     /// plays the stream.
     mutating func lookForBoundary(_ m: Moment, _ fx: inout [Effect]) {
-        guard config.heardSyncLearn, server.localStream == .playing else { return }
+        guard config.heardSyncLearn, local.stream == .playing else { return }
         if learner.startMs != config.serverDelayMs { learner = ServerDelayLearner(startMs: config.serverDelayMs) }
         let window = learner.boundaries == 0 ? Self.firstBoundaryWindowMs : Self.boundaryWindowMs
         fx.append(.stream(.findBoundary(BoundaryRequest(changedAtMs: m.nowMs, serverDelayMs: serverDelayMs, windowMs: window))))

@@ -12,34 +12,32 @@ extension BridgeState {
     /// sockets reconnect at once (the old ones may be dead without knowing it) and listening
     /// resumes if it is on. Nobody hears anything while asleep: Paused.
     mutating func sleeping(_ on: Bool, _ m: Moment, _ fx: inout [Effect]) {
-        guard on != link.asleep else { return }
-        link.asleep = on
-        server.asleep = on
+        guard on != local.asleep else { return }
+        local.asleep = on
         link.due = .nothing
         if on {
-            link.resumeOnWake = hasStream && server.localActive
-            if link.resumeOnWake { fx.append(.stream(.pause)) }
-            fx.append(.log(.info, link.resumeOnWake ? "suspend: the stream stops; listening resumes on wake"
-                                                    : "suspend: nothing plays here"))
+            local.resumeOnWake = hasStream && local.streamActive
+            if local.resumeOnWake { fx.append(.stream(.pause)) }
+            fx.append(.log(.info, local.resumeOnWake ? "suspend: the stream stops; listening resumes on wake"
+                                                     : "suspend: nothing plays here"))
             return
         }
-        fx.append(.log(.info, "resumed from suspend: reconnecting" + (link.resumeOnWake ? " and listening again" : "")))
+        fx.append(.log(.info, "resumed from suspend: reconnecting" + (local.resumeOnWake ? " and listening again" : "")))
         fx.append(.events(.reconnect))
-        if link.resumeOnWake {
+        if local.resumeOnWake {
             fx.append(.stream(.play))
-        } else if server.localStream?.isWaitingToRetry == true {
+        } else if local.stream?.isWaitingToRetry == true {
             fx.append(.stream(.retryNow))  // failing when sleep came (a refused password): try at once
         }
-        link.resumeOnWake = false
+        local.resumeOnWake = false
         // Woken elsewhere than it fell asleep, perhaps: the way home is worth a look at once.
         if link.route == .remote { probeOther(m, &fx) }
     }
 
     /// The user plays while the bridge thinks the machine sleeps (a wake signal lost): awake.
     mutating func awakeByUser() {
-        link.asleep = false
-        server.asleep = false
-        link.resumeOnWake = false
+        local.asleep = false
+        local.resumeOnWake = false
     }
 
     // MARK: - The network
@@ -57,7 +55,7 @@ extension BridgeState {
                 if hasStream { fx.append(.stream(.hold(false))) }
                 fx.append(.events(.hold(false)))
             }
-            if hasStream && server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
+            if hasStream && local.stream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
             if !eventsConnected { fx.append(.events(.retryNow)) }
             // At home, the sockets just told to retry get their 5 s; remote is looked at after that.
             link.due = .nothing
@@ -77,7 +75,7 @@ extension BridgeState {
 
     /// The way in use works: Mopidy's events flow and the stream, if wanted, is not retrying.
     var routeWorks: Bool {
-        eventsConnected && server.localStream?.isWaitingToRetry != true
+        eventsConnected && local.stream?.isWaitingToRetry != true
     }
 
     /// Called after every input: notices the route in use failing (and the other then probed
@@ -90,7 +88,7 @@ extension BridgeState {
             link.due = .nothing
             return
         }
-        guard !link.asleep, link.network != .disconnected else { return }
+        guard !local.asleep, link.network != .disconnected else { return }
         guard routeWorks else {
             if link.due.failingSinceMs == nil {
                 link.due = .failing(sinceMs: m.nowMs,
@@ -103,7 +101,7 @@ extension BridgeState {
             link.due = link.route == .home ? .nothing : .probe(atMs: m.nowMs.adding(saturating: BridgeTuning.homeProbeMs))
         }
         // Home answers and nothing plays here: no music to cut.
-        if link.route == .remote && link.homeAnswered && !server.localActive {
+        if link.route == .remote && link.homeAnswered && !local.streamActive {
             switchRoute(to: .home, why: "home answers again (nothing playing here)", m, &fx)
         }
     }
@@ -122,7 +120,7 @@ extension BridgeState {
     /// Why the route in use is left: how long it failed, and the last failure.
     func failingWhy(_ m: Moment) -> String {
         let since = link.due.failingSinceMs.map { " for \(Double(m.nowMs.subtracting(saturating: $0)) / 1000) s" } ?? ""
-        let why = (server.localStream?.retryReason ?? lastError).map { ": \($0)" } ?? ""
+        let why = (local.stream?.retryReason ?? lastError).map { ": \($0)" } ?? ""
         return "\(link.route.rawValue) fails\(since)\(why); \(link.route.other.rawValue) answers"
     }
 
@@ -141,7 +139,7 @@ extension BridgeState {
     mutating func probed(_ r: Route, answered: Bool, detail: String, _ m: Moment, _ fx: inout [Effect]) {
         guard link.probing == r else { return }
         link.probing = nil
-        guard r == link.route.other, !link.asleep, link.network != .disconnected else { return }
+        guard r == link.route.other, !local.asleep, link.network != .disconnected else { return }
         let failing = !routeWorks
         if !answered {
             link.homeAnswered = false
@@ -161,7 +159,7 @@ extension BridgeState {
         } else if r == .home {
             link.homeAnswered = true
             link.due.probe(atMs: m.nowMs.adding(saturating: BridgeTuning.homeProbeMs))
-            if server.localActive {
+            if local.streamActive {
                 fx.append(.log(.info, "route: home answers again; going home at the next track change"))
             } else {
                 switchRoute(to: .home, why: "home answers again (nothing playing here)", m, &fx)

@@ -9,10 +9,10 @@ extension BridgeState {
 
     /// While listening, the position is that of what is heard: it trails the house's by the
     /// heard delay (`alignedDelayMs`). Otherwise the house's position is its own, and what is
-    /// shown stays where listening stopped (`ServerState.frozen`).
+    /// shown stays where listening stopped (`LocalState.frozen`).
     mutating func streamStatus(_ s: StreamStatus, _ m: Moment) {
-        let wasActive = server.localActive
-        server.localStream = s
+        let wasActive = local.streamActive
+        local.stream = s
         switch s {
         case .playing:
             // Listening starts (again): from here on, the position is what is heard.
@@ -25,16 +25,16 @@ extension BridgeState {
             if listening && server.state == .playing {
                 let heard = server.serverPositionMs(nowUs: m.nowUs)
                 anchorPosition(heard.adding(saturating: alignedDelayMs), m)
-                server.frozen = .init(positionMs: heard, sinceUs: m.nowUs)
+                local.frozen = .init(positionMs: heard, sinceUs: m.nowUs)
             }
             listening = false
         case .connecting, .buffering, .reconnecting:
             // On its way to be heard (Play, or OpenUri, was pressed): no longer Stopped, and
             // Playing from here, so the shown position moves on from where it stood.
-            server.stoppedHere = false
-            if !wasActive, var f = server.frozen {
+            local.stopPressed = false
+            if !wasActive, var f = local.frozen {
                 f.sinceUs = m.nowUs
-                server.frozen = f
+                local.frozen = f
             }
         }
     }
@@ -42,12 +42,12 @@ extension BridgeState {
     /// While nothing is heard here the published position stays where listening stopped; while
     /// this computer listens to a paused house, it is the house's (paused) position.
     mutating func freezeOrRelease(_ m: Moment) {
-        if server.stoppedHere {
-            server.frozen = .init(positionMs: 0, sinceUs: m.nowUs)  // Play starts from 0
-        } else if server.hearing || (listening && server.state != .playing) {
-            server.frozen = nil
-        } else if server.frozen == nil && server.state == .playing {
-            server.frozen = .init(positionMs: server.serverPositionMs(nowUs: m.nowUs), sinceUs: m.nowUs)
+        if local.stopPressed {
+            local.frozen = .init(positionMs: 0, sinceUs: m.nowUs)  // Play starts from 0
+        } else if local.hears(server) || (listening && server.state != .playing) {
+            local.frozen = nil
+        } else if local.frozen == nil && server.state == .playing {
+            local.frozen = .init(positionMs: server.serverPositionMs(nowUs: m.nowUs), sinceUs: m.nowUs)
         }
     }
 
@@ -59,7 +59,7 @@ extension BridgeState {
     /// `BridgeTuning.seekedThresholdUs` against where consumers extrapolate it. Never on a track
     /// change (the spec: a new track starts at its own position), nor into or out of Stopped.
     mutating func publish(_ m: Moment, _ fx: inout [Effect]) {
-        let p = server.playerState()
+        let p = playerState(server, local)
         let sameTrack = p.metadata.trackID == published.metadata.trackID && p.metadata.trackID != TrackMetadata.noTrackID
         let now = p.position(nowUs: m.nowUs)
         // Stopped is at 0 by definition: going there, or on from there, is no jump.

@@ -29,14 +29,14 @@ extension BridgeState {
             useLayout(answeringAt: url, &fx)
             resync(&fx)
             // The server is back: the stream need not wait for its next attempt.
-            if server.localStream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
+            if local.stream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
         case .eventsDisconnected(let reason):
             eventsConnected = false
             lastError = reason.message
             eventReconnects = eventReconnects.adding(saturating: 1)
             resyncAtMs = nil
             endSync(m, &fx)
-            // What plays on is what this computer still hears (ServerState.status): the house's
+            // What plays on is what this computer still hears (LocalState.status): the house's
             // position runs on with it, as consumers extrapolate it.
             server.connected = false
         case .event(let e):
@@ -56,7 +56,7 @@ extension BridgeState {
             streamSequence = sequence
             streamStatus(s, m)
         case .command(let c):
-            if link.asleep, c == .play { awakeByUser() }
+            if local.asleep, c == .play { awakeByUser() }
             command(c, m, &fx)
         case .reload(let new):
             reload(new, &fx)
@@ -153,7 +153,7 @@ extension BridgeState {
         alignedDelayMs = applyingHeldMs
         server.positionMs = max(0, ms)
         server.positionAnchorUs = m.nowUs
-        if listening { server.frozen = nil }
+        if listening { local.frozen = nil }
     }
 
     /// The house's position as heard here: `ms` (the server's) less the heard delay.
@@ -166,7 +166,7 @@ extension BridgeState {
     /// Another track is current, or the same from its start: a position shown while nothing is
     /// heard starts again at 0.
     mutating func trackChanged(_ m: Moment) {
-        if server.frozen != nil { server.frozen = .init(positionMs: 0, sinceUs: m.nowUs) }
+        if local.frozen != nil { local.frozen = .init(positionMs: 0, sinceUs: m.nowUs) }
     }
 
     // MARK: - Mopidy's replies

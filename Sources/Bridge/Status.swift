@@ -18,7 +18,7 @@ extension Bridge {
         ]
         if let e = s.lastError { o["last_error"] = .string(Log.scrub(e)) }
         o["network"] = .string(s.link.network == .disconnected ? "no network" : s.link.network.rawValue)
-        if s.link.asleep { o["asleep"] = .bool(true) }
+        if s.local.asleep { o["asleep"] = .bool(true) }
         o["system_bus"] = .string(systemBusReport.withLock { $0 })
         if s.config.remoteLayouts != nil {
             o["route"] = .string(s.link.route.rawValue)

@@ -12,6 +12,7 @@ final class ServerStateTests: XCTestCase {
 
     func testMappingToMPRIS() {
         var s = ServerState()
+        let here = LocalState()
         s.connected = true
         s.setCurrent(tl(4))
         s.state = .paused
@@ -19,7 +20,7 @@ final class ServerStateTests: XCTestCase {
         s.repeatOn = true
         s.single = true
         s.nextTlid = nil
-        let p = s.playerState()
+        let p = playerState(s, here)
         XCTAssertEqual(p.playbackStatus, .paused)
         XCTAssertEqual(p.volume, 0.42, accuracy: 1e-9)
         XCTAssertEqual(p.loopStatus, .track)
@@ -28,67 +29,89 @@ final class ServerStateTests: XCTestCase {
         XCTAssertTrue(p.canGoNext, "repeat on: always a next track")
         XCTAssertTrue(p.canSeek)
         s.repeatOn = false
-        XCTAssertEqual(s.playerState().loopStatus, .none)
-        XCTAssertFalse(s.playerState().canGoNext)
+        XCTAssertEqual(playerState(s, here).loopStatus, .none)
+        XCTAssertFalse(playerState(s, here).canGoNext)
     }
 
     func testStatusIsWhatThisComputerHears() {
         var s = ServerState()
+        var here = LocalState()
         s.connected = true
         s.state = .playing
         s.setCurrent(tl(1))
-        s.localStream = .paused
-        XCTAssertEqual(s.playerState().playbackStatus, .paused, "house plays, this computer does not")
+        here.stream = .paused
+        XCTAssertEqual(playerState(s, here).playbackStatus, .paused, "house plays, this computer does not")
         for active in [StreamStatus.playing, .buffering, .connecting, .reconnecting(inMs: 500, reason: "x")] {
-            s.localStream = active
-            XCTAssertEqual(s.playerState().playbackStatus, .playing, "\(active)")
+            here.stream = active
+            XCTAssertEqual(playerState(s, here).playbackStatus, .playing, "\(active)")
         }
-        s.localStream = .failed(reason: FailureReason(.unauthorized(httpStatus: 401), "password"), retryInMs: 30_000)
-        XCTAssertEqual(s.playerState().playbackStatus, .paused)
-        s.localStream = .playing
+        here.stream = .failed(reason: FailureReason(.unauthorized(httpStatus: 401), "password"), retryInMs: 30_000)
+        XCTAssertEqual(playerState(s, here).playbackStatus, .paused)
+        here.stream = .playing
         s.state = .paused
-        XCTAssertEqual(s.playerState().playbackStatus, .paused, "house paused")
+        XCTAssertEqual(playerState(s, here).playbackStatus, .paused, "house paused")
         s.state = .stopped
-        XCTAssertEqual(s.playerState().playbackStatus, .stopped)
+        XCTAssertEqual(playerState(s, here).playbackStatus, .stopped)
         // Mopidy gone, audio still flowing: the last track stays while it is heard.
         s.connected = false
-        s.localStream = .playing
-        XCTAssertEqual(s.playerState().metadata.title, "T1")
-        XCTAssertEqual(s.playerState().playbackStatus, .playing)
-        s.localStream = .reconnecting(inMs: 1000, reason: "down")
-        XCTAssertEqual(s.playerState().metadata, .none)
-        XCTAssertEqual(s.playerState().playbackStatus, .stopped)
+        here.stream = .playing
+        XCTAssertEqual(playerState(s, here).metadata.title, "T1")
+        XCTAssertEqual(playerState(s, here).playbackStatus, .playing)
+        here.stream = .reconnecting(inMs: 1000, reason: "down")
+        XCTAssertEqual(playerState(s, here).metadata, .none)
+        XCTAssertEqual(playerState(s, here).playbackStatus, .stopped)
     }
 
     func testVolumeModeAndPositionWhileLocallyPaused() {
         var s = ServerState()
+        var here = LocalState()
         s.connected = true
         s.volume = 40
-        s.localVolume = 0.9
-        XCTAssertEqual(s.playerState().volume, 0.4, accuracy: 1e-9)
-        s.volumeMode = .local
-        XCTAssertEqual(s.playerState().volume, 0.9, accuracy: 1e-9)
+        here.volume = 0.9
+        XCTAssertEqual(playerState(s, here).volume, 0.4, accuracy: 1e-9)
+        here.volumeMode = .local
+        XCTAssertEqual(playerState(s, here).volume, 0.9, accuracy: 1e-9)
         s.state = .playing
         s.positionMs = 1000
         s.positionAnchorUs = 0
-        s.localStream = .paused
-        s.frozen = .init(positionMs: 1500, sinceUs: 0)
+        here.stream = .paused
+        here.frozen = .init(positionMs: 1500, sinceUs: 0)
         // The house's position goes on; what is published is where listening stopped.
-        XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 1_500_000)
-        XCTAssertFalse(s.playerState().positionAdvancing)
-        s.localStream = .playing
-        XCTAssertEqual(s.playerState().position(nowUs: 2_000_000), 3_000_000, "heard: the house's position")
+        XCTAssertEqual(playerState(s, here).position(nowUs: 2_000_000), 1_500_000)
+        XCTAssertFalse(playerState(s, here).positionAdvancing)
+        here.stream = .playing
+        XCTAssertEqual(playerState(s, here).position(nowUs: 2_000_000), 3_000_000, "heard: the house's position")
+    }
+
+    func testAsleepOrStoppedHereWhateverTheHouseDoes() {
+        var s = ServerState()
+        var here = LocalState()
+        s.connected = true
+        s.state = .playing
+        s.setCurrent(tl(1))
+        s.positionMs = 1000
+        here.stream = .playing
+        XCTAssertTrue(playerState(s, here).positionAdvancing)
+        here.asleep = true
+        XCTAssertEqual(playerState(s, here).playbackStatus, .paused, "nobody hears anything while asleep")
+        XCTAssertFalse(playerState(s, here).positionAdvancing)
+        here.asleep = false
+        here.stopPressed = true
+        XCTAssertEqual(playerState(s, here).playbackStatus, .stopped, "Stop pressed here")
+        XCTAssertEqual(playerState(s, here).position(nowUs: 2_000_000), 0)
+        XCTAssertEqual(playerState(s, here).metadata.title, "T1", "the track stays shown")
     }
 
     func testDisconnectedMeansNoControlsThatNeedMopidy() {
         var s = ServerState()
+        let here = LocalState()
         s.setCurrent(tl(1))
         s.nextTlid = 2
-        let p = s.playerState()
+        let p = playerState(s, here)
         XCTAssertFalse(p.canGoNext)
         XCTAssertFalse(p.canSeek)
         XCTAssertTrue(p.canPlay, "GNOME hides players whose CanPlay is false")
-        XCTAssertEqual(ServerState().playerState().metadata, .none)
+        XCTAssertEqual(playerState(ServerState(), LocalState()).metadata, .none)
     }
 
     func testArtistOrderFromAnUnorderedBackendDoesNotFlicker() {
@@ -102,14 +125,15 @@ final class ServerStateTests: XCTestCase {
 
     func testNewTrackDropsStreamTitleAndArt() {
         var s = ServerState()
+        let here = LocalState()
         s.connected = true
         s.setCurrent(tl(1))
         s.streamTitle = "Live"
         s.artURL = "file:///a.jpg"
         s.setCurrent(tl(1))
-        XCTAssertEqual(s.playerState().metadata.title, "Live")
+        XCTAssertEqual(playerState(s, here).metadata.title, "Live")
         s.setCurrent(tl(2, uri: "local:track:2"))
-        XCTAssertEqual(s.playerState().metadata.title, "T2")
-        XCTAssertNil(s.playerState().metadata.artURL)
+        XCTAssertEqual(playerState(s, here).metadata.title, "T2")
+        XCTAssertNil(playerState(s, here).metadata.artURL)
     }
 }
