@@ -219,6 +219,17 @@ final class WalkWorld {
         if module == nil { attempt("load the sink") { try loadSink() } }
         attempt("default sink") { _ = try pactl("set-default-sink", sound.sink) }
         state.defaultIsWalk = false
+        // The rig's Mopidy has been seen to stop answering after a walk (rarely, under load): it is
+        // not the bridge under test, so it is started afresh, with the end of its log shown.
+        if (try? rig.rpc("core.get_version")) == nil {
+            let log = (try? String(contentsOfFile: "\(rig.info.dir)/logs/mopidy.log", encoding: .utf8)) ?? ""
+            print("walk: mend: Mopidy does not answer; started again. Its log ends:")
+            for line in log.split(separator: "\n").suffix(15) { print("walk:   \(line)") }
+            attempt("restart mopidy") {
+                try rig.stop("mopidy", signal: "KILL")
+                _ = try rig.start("mopidy")
+            }
+        }
         let house: [(String, [String: Any])] = [
             ("core.mixer.set_mute", ["mute": false]), ("core.mixer.set_volume", ["volume": 100]),
             ("core.tracklist.set_repeat", ["value": true]), ("core.tracklist.set_random", ["value": false]),
