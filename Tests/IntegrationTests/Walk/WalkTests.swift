@@ -55,7 +55,9 @@ class WalkTestCase: DaemonTestCase {
     var walks = 0, steps = 0, checks = 0, slowestGetAllUs: Int64 = 0
 
     /// One walk on a fresh bridge; the failure, or nil when every promise held after every step.
-    func run(_ walk: [WalkStep], verbose: Bool = false) throws -> Failure? {
+    /// `verbose`: each step is printed; `explain`: a failure is printed with the signals, the
+    /// bridge's log and the end of Mopidy's.
+    func run(_ walk: [WalkStep], verbose: Bool = false, explain: Bool = false) throws -> Failure? {
         let world = try WalkWorld(rig: rig, sound: sound, client: client, system: system, walkSink: walkSink,
                                   configFile: configFile, daemonPid: { [unowned self] in daemon.processIdentifier })
         defer { world.close() }
@@ -100,10 +102,12 @@ class WalkTestCase: DaemonTestCase {
             var why: String? = nil
             do { why = try invariants.check() } catch let e as Rig.RigError { why = e.message }
             if let why {
-                if verbose || Self.environment["GROOVE_WALK_LOG"] != nil {
+                if verbose || explain || Self.environment["GROOVE_WALK_LOG"] != nil {
                     let signals = watcher.all.map { "  \($0.us / 1000) \($0.member) \($0.args.dropFirst().first.map { "\($0)" } ?? "")" }
                     print("walk: signals:\n" + signals.suffix(30).joined(separator: "\n"))
                     print("walk: the bridge's log:\n" + daemonLog().split(separator: "\n").suffix(40).joined(separator: "\n"))
+                    let mopidy = (try? String(contentsOfFile: "\(rig.info.dir)/logs/mopidy.log", encoding: .utf8)) ?? ""
+                    print("walk: Mopidy's log ends:\n" + mopidy.split(separator: "\n").suffix(15).joined(separator: "\n"))
                 }
                 return Failure(step: i, why: why)
             }
@@ -162,7 +166,7 @@ class WalkTestCase: DaemonTestCase {
                 world.apply(s)
             }
             print("walk: seed \(seed) on \(Self.soundKind), \(walk.count) steps")
-            if let f = try run(walk, verbose: Self.environment["GROOVE_WALK_VERBOSE"] != nil) {
+            if let f = try run(walk, verbose: Self.environment["GROOVE_WALK_VERBOSE"] != nil, explain: true) {
                 report(walk, f, seed: seed)
                 XCTFail("walk with seed \(seed) on \(Self.soundKind) broke a promise \(f)")
                 break
@@ -182,7 +186,7 @@ class WalkTestCase: DaemonTestCase {
             if Self.soundKind == "pipewire" && !text.contains("PipeWire") { continue }
             let walk = try XCTUnwrap(WalkStep.parse(walk: text), "\(name) does not parse")
             print("walk: kept \(name), \(walk.count) steps")
-            if let f = try run(walk, verbose: true) {
+            if let f = try run(walk, verbose: true, explain: true) {
                 XCTFail("kept walk \(name) on \(Self.soundKind) broke a promise \(f)")
             }
         }
