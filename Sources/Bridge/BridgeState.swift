@@ -171,6 +171,16 @@ extension MopidyEvent {
         }
     }
 
+    /// The house's state this event says it is in, if it says one.
+    var houseState: PlaybackState? {
+        switch self {
+        case .playbackStateChanged(_, let new): return new
+        case .trackPlaybackPaused: return .paused
+        case .trackPlaybackResumed, .trackPlaybackStarted: return .playing
+        default: return nil
+        }
+    }
+
     /// What a command here (Play, Next, Previous, a track chosen) can make the house do: start,
     /// resume or change track. A pause or a stop in the window after such a command is not its
     /// answer but someone else's doing, and is held like any change from elsewhere.

@@ -36,6 +36,12 @@ extension BridgeState {
         fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
     }
 
+    /// The house's state as Mopidy last said it: that of the newest change still held back, else
+    /// the one applied.
+    var houseStateNewest: PlaybackState {
+        held.last { $0.event.houseState != nil }?.event.houseState ?? server.state
+    }
+
     /// Changes held by the estimate of the stream's delay are timed again, in order, once it is
     /// measured (or once nothing is heard here: then they are due at once, as when not listening).
     mutating func retimeHeld(_ m: Moment) {

@@ -215,10 +215,17 @@ extension BridgeState {
             answered(.activatePlaylist(uri: uri), &fx)
         case .done(let c):
             answered(c, &fx)
-            // Mopidy moves to another track without an event while it does not play (its
-            // `_change` for a stopped or paused house): fetch what it has now.
-            if c.changesTrack, server.state != .playing, eventsConnected {
-                if syncing { resyncAgain = true } else { resync(&fx) }
+            // Mopidy moves to another track without an event while it is stopped (its `_change`
+            // for a stopped house): fetch what it has now — once a stop still held back is heard,
+            // so the fetch does not show it before the music ends here.
+            if c.changesTrack, houseStateNewest != .playing, eventsConnected {
+                if !held.isEmpty && lastDueMs > m.nowMs {
+                    resyncAtMs = min(resyncAtMs ?? lastDueMs, lastDueMs)
+                } else if syncing {
+                    resyncAgain = true
+                } else {
+                    resync(&fx)
+                }
             }
         case .failed(let call, let reason):
             answered(call, &fx)

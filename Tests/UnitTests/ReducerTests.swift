@@ -210,6 +210,25 @@ final class ReducerTests: XCTestCase {
 
     /// The same answered during a fetch that began before it: the fetch may predate the move,
     /// so it is made again.
+    /// Next here while the house's stop from elsewhere is still held back (the music plays on
+    /// here): Mopidy moves without an event, so its state is fetched — once the stop is heard.
+    func testNextWhileTheHouseStopIsHeldFetchesOnceItIsHeard() {
+        var r = Rig()
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.feed(.event(.trackPlaybackEnded(Self.one, positionMs: 5000)))
+        r.advance(toMs: 10_500)
+        _ = r.take()
+        r.feed(.command(.next))
+        r.feed(.reply(.done(.next)))
+        XCTAssertEqual(r.take(), ["call next"], "fetched before the stop is heard")
+        XCTAssertEqual(r.state.published.playbackStatus, .playing)
+        r.advance(toMs: 11_400)
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+        XCTAssertTrue(r.take().contains("call resync"), "the track Mopidy moved to is never fetched")
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .stopped, positionMs: 0, volume: 50))
+        XCTAssertEqual(r.title, "Two")
+    }
+
     func testNextWhileTheHouseIsStoppedDuringAFetchFetchesAgain() {
         var r = Rig(listening: false)
         r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
