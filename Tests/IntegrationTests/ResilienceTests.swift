@@ -7,19 +7,23 @@ import XCTest
 /// NetworkManager's real signals on a system bus of the rig's own, the music heard through the
 /// null sink.
 final class ResilienceTests: SystemBusTestCase {
-    /// The slow one (about 2½ minutes): outages of 3, 10, 30 and 90 s of the whole server.
-    /// Mopidy is started first, timed to be back just ahead of Icecast (its start takes about
-    /// 0.7 s), so that when Icecast takes listeners again the music is there to be heard; the
-    /// time measured is from then (the stream mount live again, polled every 10 ms) to the music
-    /// heard here, and from Icecast accepting connections. Goal (issue #16): median ≤ 1.5 s,
-    /// worst ≤ 3 s. The table is printed for BENCHMARKS.md.
-    func testOutagesOfThreeTenThirtyAndNinetySeconds() throws {
+    /// Outages of the whole server: 3, 10 and 30 s in the suite (`GROOVE_OUTAGES=3,10,30,90` for
+    /// the benchmark's longer list; every outage under two minutes meets the same fast retries,
+    /// `RetrySchedule.fastForMs`). Mopidy is started first, timed to be back just ahead of Icecast
+    /// (its start takes about 0.7 s), so that when Icecast takes listeners again the music is there
+    /// to be heard; the time measured is from then (the stream mount live again, polled every
+    /// 10 ms) to the music heard here, and from Icecast accepting connections. Goal (issue #16):
+    /// median ≤ 1.5 s, worst ≤ 3 s. The table is printed for BENCHMARKS.md.
+    func testServerOutages() throws {
+        let listed = (ProcessInfo.processInfo.environment["GROOVE_OUTAGES"] ?? "3,10,30")
+            .split(separator: ",").compactMap { Double($0.trimmingCharacters(in: .whitespaces)) }.filter { $0 >= 2 && $0 <= 600 }
+        let outages = listed.isEmpty ? [3, 10, 30] : listed
         var rows = ["| outage | Icecast down | Mopidy down | accepting → mount live | mount live → music | accepting → music |",
                     "| --- | --- | --- | --- | --- | --- |"]
         var fromLive: [Double] = []
         var restarted = true
         defer { if !restarted { _ = try? rig.start("mopidy"); _ = try? rig.start("icecast") } }
-        for outage in [3.0, 10, 30, 90] {
+        for outage in outages {
             XCTAssertNotNil(recorder!.waitForTone(try expectedTone(), candidates: tones, timeout: 15),
                             "no music ahead of the \(outage) s outage")
             restarted = false
@@ -44,9 +48,9 @@ final class ResilienceTests: SystemBusTestCase {
                         + "| \(s(heard - live)) | \(s(heard - accepting)) |")
             XCTAssertTrue(waitUntil(10) { statusObject()["events"] as? String == "connected" }, "events: \(status())")
         }
-        print("Outage → music (ResilienceTests.testOutagesOfThreeTenThirtyAndNinetySeconds):\n" + rows.joined(separator: "\n"))
+        print("Outage → music (ResilienceTests.testServerOutages):\n" + rows.joined(separator: "\n"))
         print(String(format: "mount live → music: median %.2f s, worst %.2f s", median(fromLive), fromLive.max() ?? .nan))
-        XCTAssertEqual(fromLive.count, 4)
+        XCTAssertEqual(fromLive.count, outages.count)
         XCTAssertLessThanOrEqual(median(fromLive), 1.5, rows.joined(separator: "\n"))
         XCTAssertLessThanOrEqual(fromLive.max() ?? .infinity, 3.0, rows.joined(separator: "\n"))
     }
