@@ -119,6 +119,12 @@ extension BridgeState {
             let pos = new == .stopped ? 0 : server.serverPositionMs(nowUs: m.nowUs)
             server.state = new
             anchorPosition(pos, m)
+            // At the end of its tracklist Mopidy stops with no current track, and no event says
+            // so: what it has is fetched once the stop is heard (unless a newer state waits).
+            // (It says stopped twice there: the fetch follows the last.)
+            if new == .stopped, eventsConnected, !held.contains(where: { $0.event.houseState != nil }) {
+                if syncing { resyncAgain = true } else { resync(&fx) }
+            }
         case .seeked(let pos):
             anchorPosition(pos, m)
             seekedEvent = true

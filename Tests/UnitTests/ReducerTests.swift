@@ -200,6 +200,8 @@ final class ReducerTests: XCTestCase {
     func testNextWhileTheHouseIsStoppedFetchesWhatItHasNow() {
         var r = Rig(listening: false)
         r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        XCTAssertEqual(r.take(), ["call resync", "PlaybackStatus=Stopped"], "a stop is followed by a fetch (the end of the tracklist has no track)")
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
         _ = r.take()
         r.feed(.command(.next))
         r.feed(.reply(.done(.next)))
@@ -227,6 +229,22 @@ final class ReducerTests: XCTestCase {
         XCTAssertTrue(r.take().contains("call resync"), "the track Mopidy moved to is never fetched")
         r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .stopped, positionMs: 0, volume: 50))
         XCTAssertEqual(r.title, "Two")
+    }
+
+    /// Found by a random walk: at the end of its tracklist (repeat off) Mopidy stops with no
+    /// current track, and no event says so. Once the stop is heard, what it has is fetched.
+    func testTheEndOfTheTracklistShowsNoTrackOnceHeard() {
+        var r = Rig()
+        // What Mopidy sends there (its stop, then the end of the stream).
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .stopped)))
+        r.feed(.event(.trackPlaybackEnded(Self.one, positionMs: 30_000)))
+        XCTAssertEqual(r.take(), [], "the stop is held until heard")
+        r.advance(toMs: 11_400)
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+        XCTAssertEqual(r.take().filter { $0 == "call resync" }.count, 1)
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: nil, state: .stopped, positionMs: 0, volume: 50))
+        XCTAssertNil(r.title, "the last track is shown where the house has none")
     }
 
     func testNextWhileTheHouseIsStoppedDuringAFetchFetchesAgain() {

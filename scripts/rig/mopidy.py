@@ -23,6 +23,8 @@ class MopidyMixin:
 
     def write_mopidy_config(self):
         d = self.path("mopidy")
+        # Mopidy's m3u backend fails every playlist call while its folder does not exist.
+        os.makedirs(os.path.join(d, "playlists"), exist_ok=True)
         cfg = f"""[core]
 cache_dir = {d}/cache
 config_dir = {d}/config

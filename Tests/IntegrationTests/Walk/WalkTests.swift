@@ -178,7 +178,10 @@ class WalkTestCase: DaemonTestCase {
 
     func keptWalks() throws {
         let dir = Rig.projectRoot.appendingPathComponent("Tests/IntegrationTests/Walks")
-        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasSuffix(".walk") }.sorted()
+        // `GROOVE_WALK_KEPT=part` replays only the kept walks whose file name contains it.
+        let only = Self.environment["GROOVE_WALK_KEPT"] ?? ""
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir.path)
+            .filter { $0.hasSuffix(".walk") && (only.isEmpty || $0.contains(only)) }.sorted()
         XCTAssertFalse(files.isEmpty, "no kept walks in \(dir.path)")
         for name in files {
             let text = try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
