@@ -26,7 +26,13 @@ final class TestKeyring {
         bus.environment = environment
         bus.standardError = FileHandle.nullDevice
         try bus.run()
-        guard waitUntil(5, { FileManager.default.fileExists(atPath: dir.path + "/bus") }) else {
+        // The socket's file exists a moment before the daemon listens on it (longer on a loaded
+        // machine): the bus is up once a connection is accepted.
+        var accepted: DBusConnection? = nil
+        guard waitUntil(10, {
+            accepted = try? DBusConnection(address: address)
+            return accepted != nil
+        }), let client = accepted else {
             throw Rig.RigError(message: "the keyring's bus did not start")
         }
         // --unlock reads the login keyring's password from stdin and makes the keyring with it.
@@ -40,7 +46,6 @@ final class TestKeyring {
         try keyring.run()
         input.fileHandleForWriting.write(Data(UUID().uuidString.utf8))
         try input.fileHandleForWriting.close()
-        let client = try DBusConnection(address: address)
         guard waitUntil(10, { client.owner(of: "org.freedesktop.secrets") != nil }) else {
             stop()
             throw Rig.RigError(message: "gnome-keyring-daemon did not take org.freedesktop.secrets")
