@@ -106,8 +106,7 @@ final class InstallTests: XCTestCase {
         try daemon.run()
         defer { daemon.terminate(); daemon.waitUntilExit() }
         let address = "unix:path=\(busDir.path)/socket"
-        XCTAssertTrue(waitUntil(5) { FileManager.default.fileExists(atPath: busDir.path + "/socket") })
-        let client = try DBusConnection(address: address)
+        let client = try XCTUnwrap(connectWhenUp(address), "the bus did not start")
         // Calling the name activates the service.
         let identity = try client.call(destination: MPRISService.busName, path: MPRISInterface.objectPath,
                                        interface: MPRISInterface.properties, member: "Get",

@@ -1,3 +1,4 @@
+import DBus
 import Foundation
 import Support
 import XCTest
@@ -282,6 +283,17 @@ func waitUntil(_ timeout: TimeInterval, _ condition: () throws -> Bool) rethrows
         usleep(10_000)
     } while monotonicMs() < deadline
     return try condition()
+}
+
+/// A connection to a dbus-daemon just started at `address`, once it accepts one: its socket's
+/// file exists a moment before it listens (longer on a loaded machine). Nil after `timeout`.
+func connectWhenUp(_ address: String, timeout: TimeInterval = 10) -> DBusConnection? {
+    var accepted: DBusConnection? = nil
+    _ = waitUntil(timeout) {
+        accepted = try? DBusConnection(address: address)
+        return accepted != nil
+    }
+    return accepted
 }
 
 /// Runs a command to completion; returns exit status, stdout and stderr.

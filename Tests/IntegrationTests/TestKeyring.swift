@@ -26,13 +26,7 @@ final class TestKeyring {
         bus.environment = environment
         bus.standardError = FileHandle.nullDevice
         try bus.run()
-        // The socket's file exists a moment before the daemon listens on it (longer on a loaded
-        // machine): the bus is up once a connection is accepted.
-        var accepted: DBusConnection? = nil
-        guard waitUntil(10, {
-            accepted = try? DBusConnection(address: address)
-            return accepted != nil
-        }), let client = accepted else {
+        guard let client = connectWhenUp(address) else {
             throw Rig.RigError(message: "the keyring's bus did not start")
         }
         // --unlock reads the login keyring's password from stdin and makes the keyring with it.
