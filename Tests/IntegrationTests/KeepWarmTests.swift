@@ -1,0 +1,182 @@
+import Audio
+import Foundation
+import Support
+import XCTest
+
+/// `keep_warm` (#24): after a pause the stream player keeps its connection, reading and decoding
+/// unheard, so that Play within that time is heard without a new connection; after it, Stop, or
+/// with 0, the connection closes. Each test plays through a link of the rig's own (a clean plan),
+/// whose log says when each connection to Icecast opened and closed, on the tests' monotonic clock.
+/// What is heard comes from the null sink's monitor. The Play → first audio times are printed
+/// (figures, not bounds: a loaded machine moves them).
+final class KeepWarmTests: StreamAudioTestCase {
+    /// A clean link named for the test; its stream URL and the moment (monotonic s) from which its
+    /// log counts.
+    func link(_ name: String) throws -> (url: String, since: Double) {
+        let reply = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
+        return (try XCTUnwrap(reply["stream_url"] as? String), Double(monotonicUs()) / 1_000_000)
+    }
+
+    /// The times (monotonic s) of the link's `event` ("open", "close") since `since`.
+    func linkEvents(_ name: String, _ event: String, since: Double) throws -> [Double] {
+        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
+        return try XCTUnwrap(log["events"] as? [[String: Any]]).filter { $0["event"] as? String == event }
+            .compactMap { $0["t"] as? Double }
+    }
+
+    func now() -> Double { Double(monotonicUs()) / 1_000_000 }
+
+    /// Plays until a tone is heard; returns when.
+    func playUntilHeard(_ p: StreamPlayer, _ what: String) throws -> Int64 {
+        p.play()
+        return try XCTUnwrap(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "\(what): no tone")
+    }
+
+    /// Nothing of the rig's tones, nor any signal, from `fromUs` + 0.5 s (the pause's own margin,
+    /// as the walks' invariant has it) to now.
+    func assertSilent(sincePauseAt fromUs: Int64, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        let start = recorder.index(atTime: fromUs + 500_000)
+        let samples = recorder.window(start, recorder.count - start)
+        XCTAssertGreaterThan(samples.count, Recorder.rate / 2, "\(what): the recording did not go on", file: file, line: line)
+        XCTAssertLessThan(recorder.rms(samples), 0.001, "\(what): heard while paused", file: file, line: line)
+    }
+
+    /// When `tone` was first heard after `playUs`, as a figure.
+    func firstAudio(after playUs: Int64, _ what: String) throws -> Double {
+        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "\(what): no tone after Play")
+        let heard = try XCTUnwrap(recorder.firstHeard(try expectedTone(), candidates: tones, fromUs: playUs), what)
+        let ms = Double(heard - playUs) / 1000
+        print(String(format: "%@: Play → first audio %.0f ms", what, ms))
+        return ms
+    }
+
+    func testPlayWithinKeepWarmResumesOnTheSameConnectionAndNothingIsHeardWhilePaused() throws {
+        let (url, since) = try link("keep-warm-resume")
+        let log = StatusLog()
+        let p = player(url, configure: { $0.keepWarmSeconds = 30 }, log: log)
+        _ = try playUntilHeard(p, "first play")
+        for round in 1...2 {
+            let pausedAt = monotonicUs()
+            p.pause()
+            XCTAssertEqual(p.currentStatus, .paused)
+            let until = try XCTUnwrap(p.keptWarmUntilMs, "round \(round): not kept warm")
+            XCTAssertEqual(Double(until - Int(pausedAt / 1000)), 30_000, accuracy: 1000)
+            // The connection goes on being read while paused (Icecast would drop a listener whose
+            // queue overflows): bytes arrive for the next second and more.
+            let bytes = p.currentFigures.bytesReceived
+            XCTAssertTrue(waitUntil(5) { p.currentFigures.bytesReceived > bytes + 20_000 }, "round \(round): not read while warm")
+            XCTAssertTrue(waitUntil(5) { Double(monotonicUs() - pausedAt) > 1_500_000 })
+            assertSilent(sincePauseAt: pausedAt, "round \(round)")
+            XCTAssertEqual(p.currentStatus, .paused)
+            let playAt = monotonicUs()
+            p.play()
+            _ = try firstAudio(after: playAt, "warm, round \(round)")
+            XCTAssertTrue(waitUntil(3) { p.currentStatus == .playing }, "\(p.currentStatus)")
+            XCTAssertNil(p.keptWarmUntilMs)
+        }
+        XCTAssertEqual(try linkEvents("keep-warm-resume", "open", since: since).count, 1, "a new connection for a warm Play")
+        XCTAssertEqual(try linkEvents("keep-warm-resume", "close", since: since), [], "the connection closed")
+        // Each resume said .buffering, then .playing, after the .paused of its pause.
+        let tail = log.all.drop { $0 != .paused }
+        XCTAssertEqual(Array(tail), [.paused, .buffering, .playing, .paused, .buffering, .playing], "\(log.all)")
+        // The heard delay is measured again after the resume (the sink's buffer, the held audio).
+        XCTAssertTrue(waitUntil(5) { p.currentFigures.localDelayMs > 0 }, "no heard delay after a warm resume")
+        print("heard delay after a warm resume: \(p.currentFigures.localDelayMs) ms")
+    }
+
+    func testAPauseLongerThanKeepWarmClosesTheConnectionAndPlayConnectsAgain() throws {
+        let name = "keep-warm-expires"
+        let (url, since) = try link(name)
+        let p = player(url, configure: { $0.keepWarmSeconds = 2 })
+        _ = try playUntilHeard(p, "first play")
+        let pausedAt = now()
+        p.pause()
+        XCTAssertNotNil(p.keptWarmUntilMs)
+        var closes: [Double] = []
+        XCTAssertTrue(try waitUntil(10) { closes = try linkEvents(name, "close", since: since); return !closes.isEmpty },
+                      "the connection was not closed after keep_warm")
+        let closedAfter = try XCTUnwrap(closes.first) - pausedAt
+        print(String(format: "keep_warm = 2: closed %.2f s after the pause", closedAfter))
+        XCTAssertGreaterThanOrEqual(closedAfter, 2.0, "closed before keep_warm was over")
+        XCTAssertNil(p.keptWarmUntilMs)
+        XCTAssertEqual(p.currentStatus, .paused)
+        assertSilent(sincePauseAt: Int64(pausedAt * 1_000_000), "kept, then closed")
+        let playAt = monotonicUs()
+        p.play()
+        _ = try firstAudio(after: playAt, "after keep_warm, a new connection")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 2, "Play after keep_warm connects again")
+    }
+
+    func testKeepWarmZeroClosesAtThePauseAndStopClosesAWarmConnection() throws {
+        let name = "keep-warm-off"
+        let (url, since) = try link(name)
+        let cold = player(url, configure: { $0.keepWarmSeconds = 0 })
+        _ = try playUntilHeard(cold, "keep_warm = 0")
+        var pausedAt = now()
+        cold.pause()
+        XCTAssertNil(cold.keptWarmUntilMs)
+        var closes: [Double] = []
+        XCTAssertTrue(try waitUntil(5) { closes = try linkEvents(name, "close", since: since); return closes.count == 1 },
+                      "keep_warm = 0: the pause did not close the connection")
+        print(String(format: "keep_warm = 0: closed %.3f s after the pause", closes[0] - pausedAt))
+        let playAt = monotonicUs()
+        cold.play()
+        _ = try firstAudio(after: playAt, "keep_warm = 0, a new connection")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 2)
+        cold.stop()
+        XCTAssertTrue(try waitUntil(5) { try linkEvents(name, "close", since: since).count == 2 }, "Stop did not close")
+
+        // Kept warm, then Stop: closed at once, not after keep_warm.
+        let warm = player(url, configure: { $0.keepWarmSeconds = 30 })
+        _ = try playUntilHeard(warm, "keep_warm = 30")
+        pausedAt = now()
+        warm.pause()
+        XCTAssertNotNil(warm.keptWarmUntilMs)
+        warm.stop()
+        XCTAssertEqual(warm.currentStatus, .stopped)
+        XCTAssertNil(warm.keptWarmUntilMs)
+        XCTAssertTrue(try waitUntil(5) { closes = try linkEvents(name, "close", since: since); return closes.count == 3 },
+                      "Stop did not close a warm connection")
+        print(String(format: "kept warm, Stop: closed %.3f s after the pause", closes[2] - pausedAt))
+        usleep(1_200_000)  // a window of silence to listen to, not a wait for an event
+        assertSilent(sincePauseAt: Int64(pausedAt * 1_000_000), "paused, then stopped")
+    }
+
+    /// A reload that changes only `keep_warm` reconnects nothing: while playing, the connection
+    /// goes on; while kept warm, the new time counts from the pause. Sleep (`endWarm`) closes it.
+    func testANewKeepWarmAppliesWithoutReconnectingAndEndWarmCloses() throws {
+        let name = "keep-warm-reload"
+        let (url, since) = try link(name)
+        let p = player(url, configure: { $0.keepWarmSeconds = 30 })
+        _ = try playUntilHeard(p, "first play")
+        var c = p.config
+        c.keepWarmSeconds = 60
+        p.update(config: c)
+        usleep(500_000)  // a window for a reconnect that must not come
+        XCTAssertEqual(p.currentStatus, .playing)
+        XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 3))
+        let pausedAt = now()
+        p.pause()
+        c.keepWarmSeconds = 1
+        p.update(config: c)
+        var closes: [Double] = []
+        XCTAssertTrue(try waitUntil(8) { closes = try linkEvents(name, "close", since: since); return !closes.isEmpty },
+                      "a shorter keep_warm did not close the connection")
+        print(String(format: "keep_warm 30 → 1 while paused: closed %.2f s after the pause", closes[0] - pausedAt))
+        XCTAssertGreaterThanOrEqual(closes[0] - pausedAt, 1.0)
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 1, "the reload reconnected")
+
+        // Sleep: the bridge ends a warm connection (`endWarm`); Play then connects again.
+        c.keepWarmSeconds = 30
+        p.update(config: c)
+        _ = try playUntilHeard(p, "after the reload")
+        p.pause()
+        XCTAssertNotNil(p.keptWarmUntilMs)
+        p.endWarm()
+        XCTAssertNil(p.keptWarmUntilMs)
+        XCTAssertEqual(p.currentStatus, .paused)
+        XCTAssertTrue(try waitUntil(5) { try linkEvents(name, "close", since: since).count == 2 }, "endWarm did not close")
+        _ = try playUntilHeard(p, "after endWarm")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 3)
+    }
+}
