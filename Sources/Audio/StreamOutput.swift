@@ -39,6 +39,8 @@ final class StreamOutput: BurstWatcher {
     private var warm = false
     /// The connection's pauses this output has followed (`StreamConnection.warmth`).
     private var pausesSeen = 0
+    /// The newest `joinKeepMs` written to the sound server, which a pause flushes unheard.
+    private var written: JoinBuffer
 
     /// `onPlaying`: the first audio of this connection is about to be written. `onOutputLost`:
     /// the sink went away while playing (`OutputLostAction.pause`), already silent.
@@ -53,6 +55,7 @@ final class StreamOutput: BurstWatcher {
         self.onPlaying = onPlaying
         self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
+        written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         sink?.onOutputLost = onOutputLost
     }
 
@@ -88,12 +91,15 @@ final class StreamOutput: BurstWatcher {
 
     private func play(_ f: DecodedFrame, on sink: PulseSink) -> Bool {
         let bytes = f.samples * f.format.sinkBytesPerFrame
+        let ms = f.format.milliseconds(frames: f.samples)
         if let memory = sink.reserve(bytes) {
             converter.convert(f, volume: gain.value, into: memory)
+            written.add(Array(UnsafeRawBufferPointer(memory)), format: f.format, ms: ms)
             sink.filled(bytes)
         } else {
             // A frame larger than libpulse's memory block: through a copy.
             converter.convert(f, volume: gain.value, into: &pcm)
+            written.add(pcm, format: f.format, ms: ms)
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }
         return played(bytes, format: f.format, sink: sink)
@@ -130,7 +136,15 @@ final class StreamOutput: BurstWatcher {
             joining = false
             sink?.pause()
             announcedPlaying = false
-            join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: monotonicMs())
+            // What the flush dropped unheard, and what was still to be written, is held first: a
+            // Play soon after still has a prebuffer's worth to start at once with, and the music
+            // goes on where it stopped.
+            var held = written
+            if let format = join.format {
+                while let chunk = join.takeFirst() { held.add(chunk, format: format, ms: format.milliseconds(bytes: chunk.count)) }
+            }
+            join = held
+            written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: monotonicMs())
             stats.outputStopped()
         }
         guard warm else { return false }
@@ -141,7 +155,7 @@ final class StreamOutput: BurstWatcher {
         warm = false
         // At the live edge: what was held plays at once and fills the sound server's prebuffer;
         // the delay's next sample is taken whole (the sink's buffer starts again from empty).
-        Log.info("stream: resumed the connection kept warm; \(join.heldMs) ms held, \(join.skippedMs) ms passed unheard")
+        Log.info("stream: resumed the connection kept warm after \(monotonicMs() - written.startedMs) ms; \(join.heldMs) ms held")
         delay.resumed()
         playHeld()
         return false
@@ -166,11 +180,10 @@ final class StreamOutput: BurstWatcher {
         guard let format = join.format else { return }
         // What is still held counts in the delay until it is written (see `updateDelay`).
         while let chunk = join.takeFirst() {
-            guard let sink = waitForRoom(chunk.count, format: format) else {
-                join.removeAll()
-                return
-            }
+            // Not written (cancelled, failed, or paused: then it is held again).
+            guard let sink = waitForRoom(chunk.count, format: format) else { return }
             chunk.withUnsafeBytes { sink.write(copyOf: $0) }
+            written.add(chunk, format: format, ms: format.milliseconds(bytes: chunk.count))
             guard played(chunk.count, format: format, sink: sink) else { return }
         }
         sink?.commit()
