@@ -26,6 +26,15 @@ class KeepWarmTestCase: StreamAudioTestCase {
 
     func now() -> Double { Double(monotonicUs()) / 1_000_000 }
 
+    /// Waits until the link logged `count` closes since `since`; their times (empty if it did not).
+    func closes(_ name: String, since: Double, count: Int, within timeout: Double, _ what: String,
+                file: StaticString = #filePath, line: UInt = #line) throws -> [Double] {
+        var closes: [Double] = []
+        let closed = try waitUntil(timeout) { closes = try linkEvents(name, "close", since: since); return closes.count >= count }
+        XCTAssertTrue(closed, what, file: file, line: line)
+        return closed ? closes : []
+    }
+
     /// Plays until a tone is heard; returns when.
     func playUntilHeard(_ p: StreamPlayer, _ what: String) throws -> Int64 {
         p.play()
@@ -113,10 +122,7 @@ final class KeepWarmTests: KeepWarmTestCase {
         let pausedAt = now()
         p.pause()
         XCTAssertNotNil(p.keptWarmUntilMs)
-        var closes: [Double] = []
-        XCTAssertTrue(try waitUntil(10) { closes = try linkEvents(name, "close", since: since); return !closes.isEmpty },
-                      "the connection was not closed after keep_warm")
-        let closedAfter = try XCTUnwrap(closes.first) - pausedAt
+        let closedAfter = try XCTUnwrap(try closes(name, since: since, count: 1, within: 10, "not closed after keep_warm").first) - pausedAt
         print(String(format: "keep_warm = 2: closed %.2f s after the pause", closedAfter))
         XCTAssertGreaterThanOrEqual(closedAfter, 2.0, "closed before keep_warm was over")
         XCTAssertNil(p.keptWarmUntilMs)
@@ -136,16 +142,14 @@ final class KeepWarmTests: KeepWarmTestCase {
         var pausedAt = now()
         cold.pause()
         XCTAssertNil(cold.keptWarmUntilMs)
-        var closes: [Double] = []
-        XCTAssertTrue(try waitUntil(5) { closes = try linkEvents(name, "close", since: since); return closes.count == 1 },
-                      "keep_warm = 0: the pause did not close the connection")
-        print(String(format: "keep_warm = 0: closed %.3f s after the pause", closes[0] - pausedAt))
+        let closedAtPause = try XCTUnwrap(try closes(name, since: since, count: 1, within: 5, "keep_warm = 0: not closed").first)
+        print(String(format: "keep_warm = 0: closed %.3f s after the pause", closedAtPause - pausedAt))
         let playAt = monotonicUs()
         cold.play()
         _ = try firstAudio(after: playAt, "keep_warm = 0, a new connection")
         XCTAssertEqual(try linkEvents(name, "open", since: since).count, 2)
         cold.stop()
-        XCTAssertTrue(try waitUntil(5) { try linkEvents(name, "close", since: since).count == 2 }, "Stop did not close")
+        _ = try closes(name, since: since, count: 2, within: 5, "Stop did not close")
 
         // Kept warm, then Stop: closed at once, not after keep_warm.
         let warm = player(url, configure: { $0.keepWarmSeconds = 30 })
@@ -156,9 +160,8 @@ final class KeepWarmTests: KeepWarmTestCase {
         warm.stop()
         XCTAssertEqual(warm.currentStatus, .stopped)
         XCTAssertNil(warm.keptWarmUntilMs)
-        XCTAssertTrue(try waitUntil(5) { closes = try linkEvents(name, "close", since: since); return closes.count == 3 },
-                      "Stop did not close a warm connection")
-        print(String(format: "kept warm, Stop: closed %.3f s after the pause", closes[2] - pausedAt))
+        let closedAtStop = try XCTUnwrap(try closes(name, since: since, count: 3, within: 5, "Stop did not close a warm one").last)
+        print(String(format: "kept warm, Stop: closed %.3f s after the pause", closedAtStop - pausedAt))
         usleep(1_200_000)  // a window of silence to listen to, not a wait for an event
         assertSilent(sincePauseAt: Int64(pausedAt * 1_000_000), "paused, then stopped")
     }
@@ -180,11 +183,9 @@ final class KeepWarmTests: KeepWarmTestCase {
         p.pause()
         c.keepWarmSeconds = 1
         p.update(config: c)
-        var closes: [Double] = []
-        XCTAssertTrue(try waitUntil(8) { closes = try linkEvents(name, "close", since: since); return !closes.isEmpty },
-                      "a shorter keep_warm did not close the connection")
-        print(String(format: "keep_warm 30 → 1 while paused: closed %.2f s after the pause", closes[0] - pausedAt))
-        XCTAssertGreaterThanOrEqual(closes[0] - pausedAt, 1.0)
+        let closed = try XCTUnwrap(try closes(name, since: since, count: 1, within: 8, "a shorter keep_warm did not close").first)
+        print(String(format: "keep_warm 30 → 1 while paused: closed %.2f s after the pause", closed - pausedAt))
+        XCTAssertGreaterThanOrEqual(closed - pausedAt, 1.0)
         XCTAssertEqual(try linkEvents(name, "open", since: since).count, 1, "the reload reconnected")
 
         // Sleep: the bridge ends a warm connection (`endWarm`); Play then connects again.
@@ -196,7 +197,7 @@ final class KeepWarmTests: KeepWarmTestCase {
         p.endWarm()
         XCTAssertNil(p.keptWarmUntilMs)
         XCTAssertEqual(p.currentStatus, .paused)
-        XCTAssertTrue(try waitUntil(5) { try linkEvents(name, "close", since: since).count == 2 }, "endWarm did not close")
+        _ = try closes(name, since: since, count: 2, within: 5, "endWarm did not close")
         _ = try playUntilHeard(p, "after endWarm")
         XCTAssertEqual(try linkEvents(name, "open", since: since).count, 3)
     }
