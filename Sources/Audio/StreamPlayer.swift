@@ -126,8 +126,10 @@ public final class StreamPlayer: @unchecked Sendable {
     public var currentFigures: StreamFigures { stats.snapshot }
 
     /// A new generation: the current connection ends on both threads (the decoder stops writing
-    /// within one piece and flushes the sink; libcurl aborts at its next callback). Pause and
-    /// stop say so in the same locked step, so no thread's status can come between.
+    /// within one piece and flushes the sink; libcurl aborts at its next callback), except that a
+    /// pause while playing keeps it warm (the decoder silences the sink and holds the newest
+    /// audio) and a play resumes a warm one. Pause and stop say so in the same locked step, so
+    /// no thread's status can come between.
     private func control(wanted w: Bool, status s: StreamStatus?) {
         monitor.withLock {
             if !started {
@@ -145,6 +147,7 @@ public final class StreamPlayer: @unchecked Sendable {
             } else if s == .paused, warmMs > 0, let c = current, status == .playing || c.warmUntilMs != nil,
                       c.keepWarm(nowMs: monotonicMs(), ms: warmMs) {
                 loop.wake()  // the decoder silences the sink now
+                if status == .playing { Log.info("stream: paused; connected for \(_config.keepWarmSeconds) s more (keep_warm)") }
             } else {
                 current?.ring.cancel()
                 current = nil
