@@ -166,6 +166,35 @@ final class KeepWarmTests: KeepWarmTestCase {
         assertSilent(sincePauseAt: Int64(pausedAt * 1_000_000), "paused, then stopped")
     }
 
+    /// Icecast gone while the connection is kept: it ends quietly (still Paused, no reconnect
+    /// while nobody listens here), and Play connects again once Icecast is back. (The link keeps
+    /// its side of the listener's socket open when Icecast dies, as a host that vanished would:
+    /// the stall timer, 3 s here, is what ends the connection.)
+    func testIcecastGoneWhileKeptWarmEndsItQuietlyAndPlayConnectsAgain() throws {
+        let name = "keep-warm-outage"
+        let (url, since) = try link(name)
+        let log = StatusLog()
+        let p = player(url, configure: { $0.keepWarmSeconds = 30; $0.stallSeconds = 3 }, log: log)
+        _ = try playUntilHeard(p, "first play")
+        p.pause()
+        XCTAssertNotNil(p.keptWarmUntilMs)
+        let before = log.all.count
+        try rig.stop("icecast", signal: "KILL")
+        var restarted = false
+        defer { if !restarted { _ = try? rig.start("icecast") } }
+        _ = try closes(name, since: since, count: 1, within: 10, "the kept connection did not end with Icecast")
+        XCTAssertTrue(waitUntil(10) { p.keptWarmUntilMs == nil }, "still said to be kept warm")
+        usleep(1_000_000)  // a window for a reconnect or a status that must not come
+        XCTAssertEqual(p.currentStatus, .paused)
+        XCTAssertEqual(log.all.count, before, "a status while paused: \(log.all.suffix(3))")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 1, "reconnected while paused")
+        try rig.start("icecast")
+        restarted = true
+        _ = try rig.waitLive()
+        _ = try playUntilHeard(p, "after Icecast came back")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 2)
+    }
+
     /// A reload that changes only `keep_warm` reconnects nothing: while playing, the connection
     /// goes on; while kept warm, the new time counts from the pause. Sleep (`endWarm`) closes it.
     func testANewKeepWarmAppliesWithoutReconnectingAndEndWarmCloses() throws {
