@@ -26,6 +26,19 @@ class KeepWarmTestCase: StreamAudioTestCase {
 
     func now() -> Double { Double(monotonicUs()) / 1_000_000 }
 
+    /// A player through the link `name` with `configure`, played until heard, then paused: the
+    /// player, when the link's log counts from, and when it paused (monotonic s).
+    func playedThenPaused(_ name: String, log: StatusLog? = nil, _ configure: @escaping (inout StreamConfig) -> Void) throws
+        -> (player: StreamPlayer, since: Double, pausedAt: Double)
+    {
+        let (url, since) = try link(name)
+        let p = player(url, configure: configure, log: log)
+        _ = try playUntilHeard(p, name)
+        let pausedAt = now()
+        p.pause()
+        return (p, since, pausedAt)
+    }
+
     /// Waits until the link logged `count` closes since `since`; their times (empty if it did not).
     func closes(_ name: String, since: Double, count: Int, within timeout: Double, _ what: String,
                 file: StaticString = #filePath, line: UInt = #line) throws -> [Double] {
@@ -116,11 +129,7 @@ final class KeepWarmTests: KeepWarmTestCase {
 
     func testAPauseLongerThanKeepWarmClosesTheConnectionAndPlayConnectsAgain() throws {
         let name = "keep-warm-expires"
-        let (url, since) = try link(name)
-        let p = player(url, configure: { $0.keepWarmSeconds = 2 })
-        _ = try playUntilHeard(p, "first play")
-        let pausedAt = now()
-        p.pause()
+        let (p, since, pausedAt) = try playedThenPaused(name) { $0.keepWarmSeconds = 2 }
         XCTAssertNotNil(p.keptWarmUntilMs)
         let closedAfter = try XCTUnwrap(try closes(name, since: since, count: 1, within: 10, "not closed after keep_warm").first) - pausedAt
         print(String(format: "keep_warm = 2: closed %.2f s after the pause", closedAfter))
@@ -136,11 +145,7 @@ final class KeepWarmTests: KeepWarmTestCase {
 
     func testKeepWarmZeroClosesAtThePauseAndStopClosesAWarmConnection() throws {
         let name = "keep-warm-off"
-        let (url, since) = try link(name)
-        let cold = player(url, configure: { $0.keepWarmSeconds = 0 })
-        _ = try playUntilHeard(cold, "keep_warm = 0")
-        var pausedAt = now()
-        cold.pause()
+        let (cold, since, pausedAt) = try playedThenPaused(name) { $0.keepWarmSeconds = 0 }
         XCTAssertNil(cold.keptWarmUntilMs)
         let closedAtPause = try XCTUnwrap(try closes(name, since: since, count: 1, within: 5, "keep_warm = 0: not closed").first)
         print(String(format: "keep_warm = 0: closed %.3f s after the pause", closedAtPause - pausedAt))
@@ -152,18 +157,18 @@ final class KeepWarmTests: KeepWarmTestCase {
         _ = try closes(name, since: since, count: 2, within: 5, "Stop did not close")
 
         // Kept warm, then Stop: closed at once, not after keep_warm.
-        let warm = player(url, configure: { $0.keepWarmSeconds = 30 })
+        let warm = player(try link(name).url, configure: { $0.keepWarmSeconds = 30 })
         _ = try playUntilHeard(warm, "keep_warm = 30")
-        pausedAt = now()
+        let warmPausedAt = now()
         warm.pause()
         XCTAssertNotNil(warm.keptWarmUntilMs)
         warm.stop()
         XCTAssertEqual(warm.currentStatus, .stopped)
         XCTAssertNil(warm.keptWarmUntilMs)
         let closedAtStop = try XCTUnwrap(try closes(name, since: since, count: 3, within: 5, "Stop did not close a warm one").last)
-        print(String(format: "kept warm, Stop: closed %.3f s after the pause", closedAtStop - pausedAt))
+        print(String(format: "kept warm, Stop: closed %.3f s after the pause", closedAtStop - warmPausedAt))
         usleep(1_200_000)  // a window of silence to listen to, not a wait for an event
-        assertSilent(sincePauseAt: Int64(pausedAt * 1_000_000), "paused, then stopped")
+        assertSilent(sincePauseAt: Int64(warmPausedAt * 1_000_000), "paused, then stopped")
     }
 
     /// Icecast gone while the connection is kept: it ends quietly (still Paused, no reconnect
@@ -172,11 +177,8 @@ final class KeepWarmTests: KeepWarmTestCase {
     /// the stall timer, 3 s here, is what ends the connection.)
     func testIcecastGoneWhileKeptWarmEndsItQuietlyAndPlayConnectsAgain() throws {
         let name = "keep-warm-outage"
-        let (url, since) = try link(name)
         let log = StatusLog()
-        let p = player(url, configure: { $0.keepWarmSeconds = 30; $0.stallSeconds = 3 }, log: log)
-        _ = try playUntilHeard(p, "first play")
-        p.pause()
+        let (p, since, _) = try playedThenPaused(name, log: log) { $0.keepWarmSeconds = 30; $0.stallSeconds = 3 }
         XCTAssertNotNil(p.keptWarmUntilMs)
         let before = log.all.count
         try rig.stop("icecast", signal: "KILL")
