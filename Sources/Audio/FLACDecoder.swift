@@ -18,6 +18,8 @@ public struct AudioFormat: Equatable, Sendable, CustomStringConvertible {
     public var sinkBytesPerFrame: Int { sinkBytesPerSample * channels }
 
     public func milliseconds(frames: Int) -> Int { sampleRate > 0 ? frames * 1000 / sampleRate : 0 }
+    /// The length of `bytes` of the sink's samples.
+    func milliseconds(bytes: Int) -> Int { milliseconds(frames: bytes / max(1, sinkBytesPerFrame)) }
     /// Whole frames' worth of sink bytes in `ms` milliseconds (at least one frame).
     public func sinkBytes(milliseconds ms: Int) -> Int { max(1, sampleRate * ms / 1000) * sinkBytesPerFrame }
 

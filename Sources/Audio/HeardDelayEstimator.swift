@@ -48,6 +48,10 @@ struct HeardDelayEstimator {
         decodedMs += Double(samples) * 1000 / Double(sampleRate)
     }
 
+    /// Heard again after a pause with the connection kept: the sound server's buffer starts
+    /// from empty, so the next sample is taken whole, not smoothed from before the pause.
+    mutating func resumed() { smoothedMs = 0 }
+
     /// The delay at `nowMs`, lightly smoothed (libpulse's latency interpolation and the write
     /// pieces jitter), or nil before the first frame. `soundServerMs`: written to the sound
     /// server and not yet heard; `unwrittenMs`: the rest of the piece being written;

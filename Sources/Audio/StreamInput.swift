@@ -8,6 +8,9 @@ protocol BurstWatcher: AnyObject {
     func burstPaused()
     /// The input is about to wait for bytes: what is decoded should go out first.
     func inputWaits()
+    /// A time the waits must end at for the output to look again (the end of a warm pause),
+    /// reported as `burstPaused`.
+    var wakeAtMs: Int? { get }
 }
 
 /// Bytes from the ring to libFLAC, on the decoder thread: the sniffed start first; Ogg page by
@@ -158,10 +161,11 @@ final class StreamInput {
     }
 
     /// While joining (gathering the burst, or the output's join buffer filling), waits at most
-    /// `burstGapMs`: a pause in the data means Icecast's burst is over. Waits in the audio loop,
-    /// so the sound server's messages are handled meanwhile.
+    /// `burstGapMs`: a pause in the data means Icecast's burst is over; otherwise until the
+    /// output's `wakeAtMs`. Waits in the audio loop, so the sound server's messages are handled
+    /// meanwhile.
     func readRing(into buf: UnsafeMutableRawBufferPointer) -> ByteRing.ReadResult {
-        let deadline = gathering || burst?.joining == true ? monotonicMs() + StreamTuning.burstGapMs : nil
+        let deadline = gathering || burst?.joining == true ? monotonicMs() + StreamTuning.burstGapMs : burst?.wakeAtMs
         return ring.read(into: buf, deadlineMs: deadline, waitingWith: { [burst, loop] deadline in
             burst?.inputWaits()
             loop.wait(deadlineMs: deadline)

@@ -34,6 +34,13 @@ final class StreamOutput: BurstWatcher {
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
     private var loggedDelayMs = 0
+    /// Paused with the connection kept warm: the sink corked and flushed, the newest
+    /// `joinKeepMs` of decoded audio held in `join` for the Play that resumes it.
+    private var warm = false
+    /// The connection's pauses this output has followed (`StreamConnection.warmth`).
+    private var pausesSeen = 0
+    /// The newest `joinKeepMs` written to the sound server, which a pause flushes unheard.
+    private var written: JoinBuffer
 
     /// `onPlaying`: the first audio of this connection is about to be written. `onOutputLost`:
     /// the sink went away while playing (`OutputLostAction.pause`), already silent.
@@ -48,6 +55,7 @@ final class StreamOutput: BurstWatcher {
         self.onPlaying = onPlaying
         self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
+        written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         sink?.onOutputLost = onOutputLost
     }
 
@@ -68,32 +76,90 @@ final class StreamOutput: BurstWatcher {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
                                   nowMs: monotonicMs(), answer: settings.onBoundary)
         }
-        if joining {
-            converter.convert(f, volume: gain.value, into: &pcm)
-            join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
-            if join.isOverdue(nowMs: monotonicMs()) { endJoin() }
-            return !connection.ring.isCancelled
+        while true {
+            if followWarmth() || joining {
+                converter.convert(f, volume: gain.value, into: &pcm)
+                join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
+                if !warm && join.isOverdue(nowMs: monotonicMs()) { endJoin() }
+                return !connection.ring.isCancelled
+            }
+            if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, on: sink) }
+            // A pause that keeps the connection came meanwhile: this frame is held instead.
+            guard !connection.ring.isCancelled, pausedSinceLook else { return false }
         }
+    }
+
+    private func play(_ f: DecodedFrame, on sink: PulseSink) -> Bool {
         let bytes = f.samples * f.format.sinkBytesPerFrame
-        guard let sink = waitForRoom(bytes, format: f.format) else { return false }
+        let ms = f.format.milliseconds(frames: f.samples)
         if let memory = sink.reserve(bytes) {
             converter.convert(f, volume: gain.value, into: memory)
+            written.add(Array(UnsafeRawBufferPointer(memory)), format: f.format, ms: ms)
             sink.filled(bytes)
         } else {
             // A frame larger than libpulse's memory block: through a copy.
             converter.convert(f, volume: gain.value, into: &pcm)
+            written.add(pcm, format: f.format, ms: ms)
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }
         return played(bytes, format: f.format, sink: sink)
     }
 
-    /// The data paused: the burst is over if a join buffer's worth is held.
+    /// The data paused: the burst is over if a join buffer's worth is held. (Also the end of
+    /// a warm pause's time: `wakeAtMs`.)
     func burstPaused() {
+        followWarmth()
         if joining && join.isFull { endJoin() }
     }
 
     /// The input waits for bytes: what is converted goes to the server now, not after the wait.
-    func inputWaits() { sink?.commit() }
+    /// A Play or a pause that woke the wait takes effect here, not at the next frame.
+    func inputWaits() {
+        followWarmth()
+        sink?.commit()
+    }
+
+    /// While kept warm, when the input's waits must end for a look at the connection.
+    var wakeAtMs: Int? { warm ? connection.warmth.untilMs : nil }
+
+    private var pausedSinceLook: Bool { connection.warmth.pauses != pausesSeen }
+
+    /// Follows the pauses that keep the connection warm: silence when one begins (the decoder
+    /// goes on, holding the newest audio), what is held written at once when a Play ends it,
+    /// the connection ended when its time is up. True while warm.
+    @discardableResult
+    private func followWarmth() -> Bool {
+        let (pauses, untilMs) = connection.warmth
+        if pauses != pausesSeen {
+            pausesSeen = pauses
+            warm = true
+            joining = false
+            sink?.pause()
+            announcedPlaying = false
+            // What the flush dropped unheard, and what was still to be written, is held first: a
+            // Play soon after still has a prebuffer's worth to start at once with, and the music
+            // goes on where it stopped.
+            var held = written
+            if let format = join.format {
+                while let chunk = join.takeFirst() { held.add(chunk, format: format, ms: format.milliseconds(bytes: chunk.count)) }
+            }
+            join = held
+            written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: monotonicMs())
+            stats.outputStopped()
+        }
+        guard warm else { return false }
+        guard untilMs == nil else {
+            if connection.expireWarm(nowMs: monotonicMs()) { Log.info("stream: kept warm long enough after the pause; disconnected") }
+            return true
+        }
+        warm = false
+        // At the live edge: what was held plays at once and fills the sound server's prebuffer;
+        // the delay's next sample is taken whole (the sink's buffer starts again from empty).
+        Log.info("stream: resumed the connection kept warm after \(monotonicMs() - written.startedMs) ms; \(join.heldMs) ms held")
+        delay.resumed()
+        playHeld()
+        return false
+    }
 
     /// The connection's bytes ended: what the join holds plays, unless it was cancelled.
     func finish() {
@@ -106,14 +172,18 @@ final class StreamOutput: BurstWatcher {
         joining = false
         stats.joined(skippedMs: join.skippedMs)
         if join.skippedMs > 0 { Log.info("stream: joined \(join.skippedMs) ms behind live; skipped that to play near live") }
+        playHeld()
+    }
+
+    /// What `join` holds, to the sink.
+    private func playHeld() {
         guard let format = join.format else { return }
         // What is still held counts in the delay until it is written (see `updateDelay`).
         while let chunk = join.takeFirst() {
-            guard let sink = waitForRoom(chunk.count, format: format) else {
-                join.removeAll()
-                return
-            }
+            // Not written (cancelled, failed, or paused: then it is held again).
+            guard let sink = waitForRoom(chunk.count, format: format) else { return }
             chunk.withUnsafeBytes { sink.write(copyOf: $0) }
+            written.add(chunk, format: format, ms: format.milliseconds(bytes: chunk.count))
             guard played(chunk.count, format: format, sink: sink) else { return }
         }
         sink?.commit()
@@ -135,7 +205,7 @@ final class StreamOutput: BurstWatcher {
         let wanted = min(bytes, max(sink.pieceBytes, 1))
         while sink.writable < wanted {
             sink.commit()
-            if connection.ring.isCancelled { return nil }
+            if connection.ring.isCancelled || pausedSinceLook { return nil }
             if let failure = sink.failure {
                 self.sink = nil
                 _ = failed(failure)
@@ -143,7 +213,7 @@ final class StreamOutput: BurstWatcher {
             }
             loop.wait(deadlineMs: nil)
         }
-        if connection.ring.isCancelled { return nil }
+        if connection.ring.isCancelled || pausedSinceLook { return nil }
         return sink
     }
 

@@ -9,30 +9,33 @@ import Support
 ///   writes to the sound server (`StreamOutput`), keeping the sink from one connection to the
 ///   next. It waits only in its `AudioLoop`, which also runs libpulse: no thread of libpulse's.
 /// The parts keep their figures in `StreamStats`; the player's lock guards only what is below.
+/// A pause while playing keeps the connection warm (`StreamConnection.keepWarm`): both threads
+/// go on, the output holds the newest audio unheard, and a Play in time is heard at once.
 public final class StreamPlayer: @unchecked Sendable {
-    private let monitor = Monitor()
+    let monitor = Monitor()
     // Guarded by `monitor`:
     private var _config: StreamConfig
-    private weak var _delegate: StreamPlayerDelegate?
-    private var wanted = false
+    weak var _delegate: StreamPlayerDelegate?
+    var wanted = false
     /// Counts play/pause/stop: what a thread started for an older one does not count.
-    private var generation = 0
-    /// The connection being made or played (cancelled by play/pause/stop).
-    private var current: StreamConnection? = nil
+    var generation = 0
+    /// The connection being made or played, or kept warm after a pause (cancelled by stop, by a
+    /// cold pause, and by a play that cannot resume it).
+    var current: StreamConnection? = nil
     /// Connections with data, in order, for the decoder thread.
-    private var handoff: [StreamConnection] = []
-    private var status: StreamStatus = .stopped
+    var handoff: [StreamConnection] = []
+    var status: StreamStatus = .stopped
     private var statusSequence = 0
     private var started = false
     /// No new attempt starts while held (no network); `retryNow` ends a wait and the outage.
     private var held = false
     private var retryRequested = false
 
-    private let stats = StreamStats()
-    private let boundaries = BoundaryRequests()
-    private let gain = Gain()
+    let stats = StreamStats()
+    let boundaries = BoundaryRequests()
+    let gain = Gain()
     /// The decoder thread's loop; other threads only wake it.
-    private let loop = AudioLoop()
+    let loop = AudioLoop()
 
     public init(config: StreamConfig, delegate: StreamPlayerDelegate?) {
         self._config = config
@@ -44,10 +47,27 @@ public final class StreamPlayer: @unchecked Sendable {
     /// Connects (or reconnects at the live edge) and plays.
     public func play() { control(wanted: true, status: nil) }
 
-    /// Stops the output at once (what is buffered is dropped) and disconnects.
+    /// Stops the output at once (what is buffered is dropped). A playing connection is kept
+    /// warm for `keepWarmSeconds` (read and decoded, nothing heard; a Play within that time
+    /// resumes it at the live edge), else it is closed at once.
     public func pause() { control(wanted: false, status: .paused) }
 
+    /// Stops the output and closes the connection at once, warm or not.
     public func stop() { control(wanted: false, status: .stopped) }
+
+    /// Closes a connection kept warm after a pause, now (the machine goes to sleep: the socket
+    /// may not survive it). Nothing else changes.
+    public func endWarm() { monitor.withLock { endWarmLocked() } }
+
+    /// Not wanted, `current` is a connection kept after a pause (only a wanted one is made).
+    private func endWarmLocked() {
+        guard !wanted, let c = current else { return }
+        c.ring.cancel()
+        current = nil
+    }
+
+    /// Until when (monotonic ms) the connection is kept warm after a pause; nil when it is not.
+    public var keptWarmUntilMs: Int? { monitor.withLock { wanted ? nil : current?.warmUntilMs } }
 
     /// Software volume, 0.0–1.0, applied to the samples (for `volume = local`).
     public func setVolume(_ v: Double) { gain.value = v }
@@ -82,10 +102,23 @@ public final class StreamPlayer: @unchecked Sendable {
     /// audio): only while the server's delay is learned.
     public func watchBoundaries(_ on: Bool) { boundaries.watching = on }
 
-    /// Replaces the configuration (e.g. a new password after SIGHUP); reconnects if playing.
+    /// Replaces the configuration (e.g. a new password after SIGHUP); reconnects if playing,
+    /// and closes a connection kept warm. Only a new `keepWarmSeconds` is applied as it is: to the
+    /// pause under way, timed from its start.
     public func update(config: StreamConfig) {
-        monitor.withLock { _config = config }
-        reconnect()
+        let onlyWarmth = monitor.withLock { () -> Bool in
+            var old = _config
+            old.keepWarmSeconds = config.keepWarmSeconds
+            _config = config
+            if old == config {
+                current?.keepWarm(forMs: config.keepWarmSeconds.multiplied(saturating: 1000))
+                loop.wake()  // the decoder looks at the new end now
+            } else if !wanted {
+                endWarmLocked()
+            }
+            return old == config
+        }
+        if !onlyWarmth { reconnect() }
     }
 
     public var config: StreamConfig { monitor.withLock { _config } }
@@ -93,8 +126,10 @@ public final class StreamPlayer: @unchecked Sendable {
     public var currentFigures: StreamFigures { stats.snapshot }
 
     /// A new generation: the current connection ends on both threads (the decoder stops writing
-    /// within one piece and flushes the sink; libcurl aborts at its next callback). Pause and
-    /// stop say so in the same locked step, so no thread's status can come between.
+    /// within one piece and flushes the sink; libcurl aborts at its next callback), except that a
+    /// pause while playing keeps it warm (the decoder silences the sink and holds the newest
+    /// audio) and a play resumes a warm one. Pause and stop say so in the same locked step, so
+    /// no thread's status can come between.
     private func control(wanted w: Bool, status s: StreamStatus?) {
         monitor.withLock {
             if !started {
@@ -104,8 +139,19 @@ public final class StreamPlayer: @unchecked Sendable {
             }
             wanted = w
             generation += 1
-            current?.ring.cancel()
-            current = nil
+            let warmMs = _config.keepWarmSeconds.multiplied(saturating: 1000)
+            if w, let c = current, c.resumeWarm(generation: generation) {
+                // The decoder writes what it holds and says `.playing`.
+                publishLocked(.buffering)
+                loop.wake()
+            } else if s == .paused, warmMs > 0, let c = current, status == .playing || c.warmUntilMs != nil,
+                      c.keepWarm(nowMs: monotonicMs(), ms: warmMs) {
+                loop.wake()  // the decoder silences the sink now
+                if status == .playing { Log.info("stream: paused; connected for \(_config.keepWarmSeconds) s more (keep_warm)") }
+            } else {
+                current?.ring.cancel()
+                current = nil
+            }
             if let s { publishLocked(s) }
             monitor.broadcast()
         }
@@ -113,7 +159,7 @@ public final class StreamPlayer: @unchecked Sendable {
 
     /// Call with `monitor` held. The delegate hears each change in the order of the lock, with a
     /// strictly increasing sequence (see StreamPlayerDelegate for what it may do meanwhile).
-    private func publishLocked(_ s: StreamStatus) {
+    func publishLocked(_ s: StreamStatus) {
         guard status != s else { return }
         status = s
         statusSequence += 1
@@ -124,7 +170,7 @@ public final class StreamPlayer: @unchecked Sendable {
     /// A status from a thread working for `generation`: dropped when a play, pause or stop came
     /// since. `before` runs in the same locked step, only when the status counts.
     @discardableResult
-    private func publish(_ s: StreamStatus, for generation: Int, before: () -> Void = {}) -> Bool {
+    func publish(_ s: StreamStatus, for generation: Int, before: () -> Void = {}) -> Bool {
         monitor.withLock {
             guard wanted && self.generation == generation else { return false }
             before()
@@ -140,7 +186,7 @@ public final class StreamPlayer: @unchecked Sendable {
         var policy = ReconnectPolicy()
         var lastSaid: (String, Int)? = nil
         while true {
-            let (gen, config) = monitor.withLock { () -> (Int, StreamConfig) in
+            let (first, config) = monitor.withLock { () -> (Int, StreamConfig) in
                 while !wanted { monitor.wait(deadlineMs: nil) }
                 return (generation, _config)
             }
@@ -149,13 +195,15 @@ public final class StreamPlayer: @unchecked Sendable {
             options.stallSeconds = config.stallSeconds
             options.connectTimeoutMs = StreamTuning.connectTimeoutMs
             let ring = ByteRing(capacity: config.ringBytes, wake: { [loop] in loop.wake() })
-            let c = StreamConnection(ring: ring, url: url, generation: gen)
-            guard publish(.connecting, for: gen, before: { current = c }) else { continue }
+            let c = StreamConnection(ring: ring, url: url, generation: first)
+            guard publish(.connecting, for: first, before: { current = c }) else { continue }
             let transfer = StreamTransfer(connection: c, stats: stats) { [self] c in
                 monitor.withLock { handoff.append(c) }
                 loop.wake()
             }
             let end = get.perform(url: config.url, options: options, delegate: transfer)
+            // Kept warm after a pause, it may have been resumed for a later Play.
+            let gen = c.endTransfer()
             c.ring.finish()
             // Judge the end only once the decoder has seen every byte: a short reply (an HTML
             // page) is "not FLAC", not "the server ended the stream". Buffered audio plays out.
@@ -186,94 +234,5 @@ public final class StreamPlayer: @unchecked Sendable {
             }
             if retried { policy.restartOutage() }
         }
-    }
-
-    // MARK: - "decoder"
-
-    private func decoderLoop() {
-        var sink: PulseSink? = nil
-        while true {
-            // Idle, the loop sleeps in poll(2) with no timeout; the sound server's messages for a
-            // corked stream (moved, killed, gone) are handled meanwhile.
-            guard let c = monitor.withLock({ handoff.isEmpty ? nil : handoff.removeFirst() }) else {
-                loop.wait(deadlineMs: nil)
-                continue
-            }
-            sink = decode(c, sink: sink)
-            c.decoderFinished()
-            // The connection ended. When paused or stopped, silence now (cork + flush; the
-            // stream stays for the next Play); when reconnecting, what is buffered plays out.
-            if !monitor.withLock({ wanted }) {
-                sink?.pause()
-                sink?.onOutputLost = nil
-                stats.outputStopped()
-            }
-            // A stream PulseAudio moved elsewhere is not reused: Play opens the configured output
-            // (or the default) again.
-            if sink?.lost != nil || sink?.failure != nil { sink = nil }
-        }
-    }
-
-    /// The sound output went away while playing (`on_output_lost = pause`): this computer stops
-    /// listening as if paused, with the reason, in one locked step.
-    private func outputLost(_ reason: String, generation g: Int) {
-        monitor.withLock {
-            guard wanted && generation == g else { return }
-            Log.warning("stream: \(reason); paused (on_output_lost = pause)")
-            stats.note(error: reason)
-            wanted = false
-            generation += 1
-            current?.ring.cancel()
-            current = nil
-            publishLocked(.outputLost(reason: reason))
-            monitor.broadcast()
-        }
-    }
-
-    /// Decodes one connection's bytes until they end; returns the sink for the next one.
-    private func decode(_ c: StreamConnection, sink: PulseSink?) -> PulseSink? {
-        guard let start = StreamInput.sniff(c) else { return sink }
-        publish(.buffering, for: c.generation)
-        let kind: StreamKind
-        switch start.kind {
-        case .success(let k): kind = k
-        case .failure(let e):
-            Log.error("stream: \(e)")
-            c.fail(e.description)
-            return sink
-        }
-        let config = self.config
-        let input = StreamInput(ring: c.ring, loop: loop, prefix: start.head, kind: kind, stats: stats,
-                                joinKeepMs: config.joinBufferMs, joinStartedMs: start.firstByteMs)
-        var settings = StreamOutput.Settings(joinKeepMs: config.joinBufferMs, sinkName: config.sink,
-                                             server: config.pulseServer,
-                                             lostAction: { [weak self] in self?.config.onOutputLost ?? .pause })
-        settings.boundaries = boundaries
-        settings.onBoundary = { [self] heard in
-            (monitor.withLock { _delegate } as? StreamBoundaryDelegate)?.streamPlayer(boundaryHeard: heard)
-        }
-        let output = StreamOutput(
-            connection: c, settings: settings, sink: sink, loop: loop, joinStartedMs: start.firstByteMs, stats: stats,
-            gain: gain, onPlaying: { [self] in publish(.playing, for: c.generation) },
-            onOutputLost: { [self] reason in outputLost(reason, generation: c.generation) })
-        input.burst = output
-        while !c.ring.isCancelled {
-            guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
-                                            read: { buf in input.read(into: buf) },
-                                            frame: { f in output.write(f, arrivalMs: input.arrivalMs, skippedSamples: input.takeSkippedSamples()) },
-                                            corruption: { [stats] in stats.lostSync() }) else {
-                c.fail("cannot start the FLAC decoder (out of memory)")
-                return output.sink
-            }
-            let outcome = decoder.run()
-            if case .failed(let why) = outcome {
-                Log.warning("stream: decoder: \(why); restarting it")
-            }
-            // A new Ogg logical stream (chained Ogg) starts a fresh decoder on the same bytes.
-            if input.startNextChain() { continue }
-            if outcome == .ended || outcome == .stopped { break }
-        }
-        output.finish()
-        return output.sink
     }
 }

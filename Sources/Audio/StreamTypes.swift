@@ -99,6 +99,10 @@ public struct StreamConfig: Sendable, Equatable {
     /// Wrong password, not FLAC, untrusted certificate: retried this slowly.
     public var slowRetryMs = StreamTuning.slowRetryMs
     public var onOutputLost = OutputLostAction.pause
+    /// After a pause here, the connection is kept and decoded, unheard, this long (0: closed at
+    /// once), so that a Play within it is heard at once from the live edge.
+    public var keepWarmSeconds = StreamConfig.defaultKeepWarmSeconds
+    public static let defaultKeepWarmSeconds = StreamTuning.keepWarmSeconds
 
     /// How late a connection's audio is heard before its first measure: the join's kept audio
     /// written at once, on top of the sound server's buffer (a little more than the measures

@@ -120,6 +120,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             case .play: stream?.play()
             case .pause: stream?.pause()
             case .stop: stream?.stop()
+            case .endWarm: stream?.endWarm()
             case .volume(let v): stream?.setVolume(v)
             case .configure(let c): stream?.update(config: c)
             case .retryNow: stream?.retryNow()

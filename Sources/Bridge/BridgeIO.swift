@@ -161,6 +161,8 @@ public struct Snapshot: Equatable, Sendable {
 
 public enum StreamCommand: Equatable, Sendable {
     case play, pause, stop
+    /// Close a connection kept warm after a pause (`StreamPlayer.endWarm`).
+    case endWarm
     case volume(Double)
     case configure(StreamConfig)
     /// Ends the wait between attempts (`StreamPlayer.retryNow`), or holds retries (no network).

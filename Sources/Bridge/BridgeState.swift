@@ -116,6 +116,7 @@ public struct BridgeState: Sendable {
     public static func streamConfig(_ c: Config, url: String) -> StreamConfig {
         var s = StreamConfig(url: url, user: c.user, password: c.password, sink: c.sink)
         s.onOutputLost = c.onOutputLost
+        s.keepWarmSeconds = c.keepWarmSeconds
         return s
     }
 

@@ -39,6 +39,9 @@ public struct Config: Sendable, Equatable {
     public var sink: String? = nil
     /// The sound output went away while playing (headset unplugged): pause here, or follow it.
     public var onOutputLost: OutputLostAction = .pause
+    /// After a pause here, the stream's connection is kept this long, unheard, so that Play is
+    /// heard at once (0: closed at once).
+    public var keepWarmSeconds = StreamConfig.defaultKeepWarmSeconds
     public var notify = false
     /// Start the local stream when the bridge starts (default: wait for Play).
     public var autoplay = false

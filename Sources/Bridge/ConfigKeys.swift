@@ -84,6 +84,8 @@ extension ConfigKey {
         ConfigKey("sink", .text("NAME"), \.sink, default: "PulseAudio's default", help: "the PulseAudio sink to play to"),
         ConfigKey("on_output_lost", .choice(), \.onOutputLost, default: "pause",
                   help: "when the output goes away while playing (headset unplugged): pause here, or follow it"),
+        ConfigKey("keep_warm", .seconds(0...3600), \.keepWarmSeconds, default: String(StreamConfig.defaultKeepWarmSeconds),
+                  help: "seconds the stream stays connected after a pause here, so that Play is heard at once (0: none)"),
         ConfigKey("notify", .bool, \.notify, form: .switchesOn, default: "false",
                   help: "a desktop notification per track change"),
         ConfigKey("autoplay", .bool, \.autoplay, form: .switchesOn, default: "false",
@@ -200,13 +202,17 @@ extension ValueRule where Value == Bool {
 }
 
 extension ValueRule where Value == Int {
-    static func milliseconds(_ range: ClosedRange<Int>) -> ValueRule {
-        ValueRule(placeholder: "MS", parse: { (value, key, origin) throws(ConfigError) in
-            guard let ms = Int(value), range.contains(ms) else {
-                throw ConfigError("\(origin): \(key): '\(value)' is not a number of milliseconds "
+    static func milliseconds(_ range: ClosedRange<Int>) -> ValueRule { number(range, "MS", unit: "milliseconds") }
+    static func seconds(_ range: ClosedRange<Int>) -> ValueRule { number(range, "SECONDS", unit: "seconds") }
+
+    /// A whole number of `unit` within `range`.
+    private static func number(_ range: ClosedRange<Int>, _ placeholder: String, unit: String) -> ValueRule {
+        ValueRule(placeholder: placeholder, parse: { (value, key, origin) throws(ConfigError) in
+            guard let n = Int(value), range.contains(n) else {
+                throw ConfigError("\(origin): \(key): '\(value)' is not a number of \(unit) "
                                   + "from \(range.lowerBound) to \(range.upperBound)")
             }
-            return ms
+            return n
         }, show: { String($0) })
     }
 }

@@ -18,6 +18,9 @@ extension BridgeState {
         if on {
             local.resumeOnWake = hasStream && local.streamActive
             if local.resumeOnWake { fx.append(.stream(.pause)) }
+            // A connection kept warm after a pause may be dead on wake without knowing it: Play
+            // after the sleep connects afresh.
+            if hasStream { fx.append(.stream(.endWarm)) }
             fx.append(.log(.info, local.resumeOnWake ? "suspend: the stream stops; listening resumes on wake"
                                                      : "suspend: nothing plays here"))
             return

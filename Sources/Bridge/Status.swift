@@ -39,6 +39,7 @@ extension Bridge {
             o["stream"] = .string(s.link.network == .disconnected && st.isWaitingToRetry
                                   ? "no network (\(st.retryReason ?? ""))" : st.description)
             if let format = f.format { o["stream_format"] = .string(format.description) }
+            if let until = stream.keptWarmUntilMs { o["stream_kept_warm_until"] = .string(wallClock(ofMonotonicMs: until)) }
             o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
             o["heard_delay_ms"] = .number(Double(heardDelayMs))
             if s.config.heardSync {
@@ -59,9 +60,9 @@ extension Bridge {
     }
 }
 
-/// A moment on the monotonic clock as local wall-clock time, `2024-05-01 14:02:03`.
+/// A moment on the monotonic clock, past or to come, as local wall-clock time, `2024-05-01 14:02:03`.
 func wallClock(ofMonotonicMs ms: Int) -> String {
-    var t = time(nil) - time_t(max(0, monotonicMs().subtracting(saturating: ms)) / 1000)
+    var t = time(nil) - time_t(monotonicMs().subtracting(saturating: ms) / 1000)
     var parts = tm()
     localtime_r(&t, &parts)
     var buffer = [CChar](repeating: 0, count: 32)

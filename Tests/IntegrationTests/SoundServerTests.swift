@@ -150,8 +150,11 @@ extension DaemonTestCase {
         // test's figure (and BENCHMARKS.md's).
         XCTAssertTrue(waitUntil(2) { rec.rms(rec.window(rec.count - 8820, 8820)) < 0.001 }, "still audible after pause")
         XCTAssertEqual(try rig.rpc("core.playback.get_state") as? String, "playing", "the house was paused")
+        // keep_warm (30 s by default): the connection is kept, and `status` says until when.
+        XCTAssertTrue(status().contains("\"stream_kept_warm_until\""), status())
         try playerctl("play")
         XCTAssertTrue(waitUntil(3) { (try? playerctl("status")) == "Playing" })
+        XCTAssertFalse(status().contains("stream_kept_warm_until"), status())
         XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no tone after play")
     }
 

@@ -58,7 +58,7 @@ final class ConfigTableTests: XCTestCase {
             "host": "musicbox.local", "stream_url": "http://[::1]:8000/stream.flac", "rpc_url": "https://h/rpc",
             "ws_url": "WSS://h/ws", "user": "me", "password": "pw", "password_command": "pass show groove",
             "control": "server", "volume": "local", "sink": "headphones", "notify": "yes", "autoplay": "on",
-            "heard_sync": "0", "server_delay_ms": "250", "heard_sync_learn": "off", "ca_file": ca, "on_output_lost": "follow",
+            "heard_sync": "0", "server_delay_ms": "250", "heard_sync_learn": "off", "ca_file": ca, "on_output_lost": "follow", "keep_warm": "0",
             "remote_host": "groove.invalid", "remote_stream_url": "https://r/stream.flac", "remote_rpc_url": "https://r/rpc",
             "remote_ws_url": "wss://r/ws",
         ]
@@ -77,6 +77,7 @@ final class ConfigTableTests: XCTestCase {
         expected.volume = .local
         expected.sink = "headphones"
         expected.onOutputLost = .follow
+        expected.keepWarmSeconds = 0
         expected.notify = true
         expected.autoplay = true
         expected.heardSync = false
@@ -128,7 +129,7 @@ final class ConfigTableTests: XCTestCase {
 
     func testDescriptionNeverShowsThePassword() throws {
         XCTAssertEqual(Config().description,
-                       "user=listener password=none control=local volume=server on_output_lost=pause notify=false autoplay=false "
+                       "user=listener password=none control=local volume=server on_output_lost=pause keep_warm=30 notify=false autoplay=false "
                        + "heard_sync=true server_delay_ms=400 heard_sync_learn=true")
         var c = Config()
         c.host = "::1"
@@ -137,7 +138,7 @@ final class ConfigTableTests: XCTestCase {
         c.heardSync = false
         XCTAssertEqual(c.description,
                        "host=::1 stream_url=http://[::1]:8000/stream.flac user=listener password=set password_command=set "
-                       + "control=local volume=server on_output_lost=pause notify=false autoplay=false heard_sync=false")
+                       + "control=local volume=server on_output_lost=pause keep_warm=30 notify=false autoplay=false heard_sync=false")
     }
 
     /// The flags as main reads them, applied over a file's values: a flag wins, booleans too.

@@ -26,7 +26,7 @@ final class LinkReducerTests: XCTestCase {
     func testSleepStopsTheStreamAndWakeListensAgainAtOnce() {
         var r = Rig()
         r.feed(.sleeping(true))
-        XCTAssertEqual(r.take(), ["stream pause", "PlaybackStatus=Paused"])
+        XCTAssertEqual(r.take(), ["stream pause", "stream endWarm", "PlaybackStatus=Paused"])
         r.feed(.streamStatus(.paused, sequence: 2))
         XCTAssertEqual(r.take(), [], "already Paused")
         r.feed(.sleeping(true))
@@ -41,7 +41,7 @@ final class LinkReducerTests: XCTestCase {
     func testWakeLeavesThisComputerSilentWhenItWasNotListening() {
         var r = Rig(listening: false)
         r.feed(.sleeping(true))
-        XCTAssertEqual(r.take(), [], "Paused already: the house plays, this computer does not")
+        XCTAssertEqual(r.take(), ["stream endWarm"], "Paused already: the house plays, this computer does not; a connection kept warm is closed")
         r.feed(.sleeping(false))
         XCTAssertEqual(r.take(), ["events reconnect"])
     }
@@ -52,7 +52,7 @@ final class LinkReducerTests: XCTestCase {
         r.feed(.streamStatus(.failed(reason: FailureReason(.unauthorized(httpStatus: 401), "HTTP 401"), retryInMs: 30_000), sequence: 2))
         _ = r.take()
         r.feed(.sleeping(true))
-        XCTAssertEqual(r.take(), [])
+        XCTAssertEqual(r.take(), ["stream endWarm"], "the retries go on (only a kept connection is closed)")
         r.feed(.sleeping(false))
         XCTAssertEqual(r.take(), ["events reconnect", "stream retryNow"])
     }
