@@ -34,7 +34,7 @@ enum WalkStep: Equatable, CustomStringConvertible {
     /// logind's PrepareForSleep(true/false), NetworkManager's state 20/70 on the stand-in system bus.
     case suspend, wake, networkDown, networkUp
     /// The configuration file rewritten and SIGHUP sent.
-    case reload(serverDelayMs: Int, onOutputLost: String)
+    case reload(serverDelayMs: Int, onOutputLost: String, keepWarm: Int)
     /// Time passes, ms.
     case wait(Int)
 
@@ -63,7 +63,7 @@ enum WalkStep: Equatable, CustomStringConvertible {
         case .wake: return "wake"
         case .networkDown: return "network-down"
         case .networkUp: return "network-up"
-        case .reload(let d, let lost): return "reload \(d) \(lost)"
+        case .reload(let d, let lost, let warm): return "reload \(d) \(lost) \(warm)"
         case .wait(let ms): return "wait \(ms)"
         }
     }
@@ -97,7 +97,10 @@ enum WalkStep: Equatable, CustomStringConvertible {
         case ("wake", 1): self = .wake
         case ("network-down", 1): self = .networkDown
         case ("network-up", 1): self = .networkUp
-        case ("reload", 3): guard let n else { return nil }; self = .reload(serverDelayMs: n, onOutputLost: w[2])
+        // keep_warm is the fourth word; walks kept before it had three (the default, 30 s).
+        case ("reload", 3), ("reload", 4):
+            guard let n, let warm = w.count == 4 ? Int(w[3]) : 30 else { return nil }
+            self = .reload(serverDelayMs: n, onOutputLost: w[2], keepWarm: warm)
         case ("wait", 2): guard let n else { return nil }; self = .wait(n)
         default: return nil
         }
@@ -173,7 +176,8 @@ extension WalkStep {
             (1, { r in .defaultSink(r.pick(["walk", "rig"])) }),
             (1, { r in .secondStream }),
             (1, { r in .stall(r.pick([500, 1500, 3000])) }),
-            (1, { r in .reload(serverDelayMs: r.pick([0, 400, 900]), onOutputLost: r.pick(["pause", "pause", "follow"])) }),
+            (1, { r in .reload(serverDelayMs: r.pick([0, 400, 900]), onOutputLost: r.pick(["pause", "pause", "follow"]),
+                               keepWarm: r.pick([0, 2, 30])) }),
         ]
         if w.sinkLoaded { choices.append((2, { r in .sinkRemove })) }
         if w.down.isEmpty { choices.append((1, { r in .kill(r.pick(["icecast", "mopidy"])) })) }

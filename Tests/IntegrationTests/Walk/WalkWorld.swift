@@ -61,8 +61,8 @@ final class WalkWorld {
         state.sinkLoaded = true
     }
 
-    func writeConfig(serverDelayMs: Int, onOutputLost: String) throws {
-        let text = "server_delay_ms = \(serverDelayMs)\non_output_lost = \(onOutputLost)\n"
+    func writeConfig(serverDelayMs: Int, onOutputLost: String, keepWarm: Int = 30) throws {
+        let text = "server_delay_ms = \(serverDelayMs)\non_output_lost = \(onOutputLost)\nkeep_warm = \(keepWarm)\n"
         try text.write(to: configFile, atomically: true, encoding: .utf8)
         chmod(configFile.path, 0o600)
     }
@@ -189,8 +189,8 @@ final class WalkWorld {
             lastDisturbanceUs = now
             lastResyncCauseUs = now
             system.networkState(70)
-        case .reload(let d, let lost):
-            try writeConfig(serverDelayMs: d, onOutputLost: lost)
+        case .reload(let d, let lost, let warm):
+            try writeConfig(serverDelayMs: d, onOutputLost: lost, keepWarm: warm)
             onOutputLost = lost
             kill(daemonPid(), SIGHUP)
             lastDisturbanceUs = now
