@@ -21,9 +21,14 @@ final class TestKeyring {
                                                     attributes: [.posixPermissions: 0o700])
         }
         address = "unix:path=\(dir.path)/bus"
+        // Whatever fails from here on, nothing started is left running (a daemon left holding the
+        // test's output would keep `swift test` waiting for ever).
+        var started = false
+        defer { if !started { stop() } }
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         bus.arguments = ["dbus-daemon", "--session", "--nofork", "--nopidfile", "--address=\(address)"]
         bus.environment = environment
+        bus.standardOutput = FileHandle.nullDevice
         bus.standardError = FileHandle.nullDevice
         try bus.run()
         guard let client = connectWhenUp(address) else {
@@ -41,9 +46,9 @@ final class TestKeyring {
         input.fileHandleForWriting.write(Data(UUID().uuidString.utf8))
         try input.fileHandleForWriting.close()
         guard waitUntil(10, { client.owner(of: "org.freedesktop.secrets") != nil }) else {
-            stop()
             throw Rig.RigError(message: "gnome-keyring-daemon did not take org.freedesktop.secrets")
         }
+        started = true
     }
 
     /// For clients of this keyring: its bus, HOME and runtime folder.
