@@ -30,6 +30,9 @@ final class StreamOutput: BurstWatcher {
     private var join: JoinBuffer
     private var delay = HeardDelayEstimator()
     private var boundaryWatch = BoundaryWatch()
+    private var cushion = CushionPolicy()
+    /// The heard delay before the drops since the last measure (for the log).
+    private var delayBeforeDropMs = 0
     private let converter = PCMConverter()
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
@@ -81,6 +84,13 @@ final class StreamOutput: BurstWatcher {
                 converter.convert(f, volume: gain.value, into: &pcm)
                 join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
                 if !warm && join.isOverdue(nowMs: monotonicMs()) { endJoin() }
+                return !connection.ring.isCancelled
+            }
+            // Behind live (a stall's burst waits in the input): digital silence is dropped, not played.
+            let now = monotonicMs()
+            if cushion.drop(frameMs: f.format.milliseconds(frames: f.samples), waitedMs: now.subtracting(saturating: arrivalMs),
+                            silent: CushionPolicy.isSilent(f), nowMs: now) {
+                delay.resumed()
                 return !connection.ring.isCancelled
             }
             if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, on: sink) }
@@ -268,6 +278,13 @@ final class StreamOutput: BurstWatcher {
         let unwrittenMs = format.milliseconds(frames: sink.pendingBytes / format.sinkBytesPerFrame)
         guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: soundServerMs,
                                      unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
+        let dropped = cushion.takeDropped()
+        if dropped > 0 {
+            Log.info("stream: dropped \(dropped) ms of digital silence to come back towards live; heard delay \(delayBeforeDropMs) → \(ms) ms")
+            stats.droppedForLive(ms: dropped)
+        }
+        delayBeforeDropMs = ms
+        stats.input(backlogMs: cushion.excessMs(nowMs: monotonicMs()).map { $0.adding(saturating: cushion.extraMs) } ?? 0)
         // A jump of the measure is said with its parts (--verbose): what moved it.
         if abs(ms - loggedDelayMs) > 250 {
             loggedDelayMs = ms

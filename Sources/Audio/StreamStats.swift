@@ -21,6 +21,16 @@ final class StreamStats: Sendable {
     /// A frame libFLAC could not decode, or an Ogg page whose checksum failed.
     func lostSync() { figures.withLock { $0.lostSync += 1 } }
 
+    /// Digital silence dropped to come back towards live (`CushionPolicy`).
+    func droppedForLive(ms: Int) {
+        figures.withLock {
+            $0.droppedForLiveMs = $0.droppedForLiveMs.adding(saturating: ms)
+            $0.dropsForLive += 1
+        }
+    }
+
+    func input(backlogMs: Int) { figures.withLock { $0.inputBacklogMs = backlogMs } }
+
     func joined(skippedMs: Int) { figures.withLock { $0.skippedAtJoinMs = skippedMs } }
 
     func output(bufferedMs: Int, delayMs: Int) {
@@ -31,7 +41,10 @@ final class StreamStats: Sendable {
     }
 
     /// Nothing plays any more: nothing is buffered and nothing is late.
-    func outputStopped() { output(bufferedMs: 0, delayMs: 0) }
+    func outputStopped() {
+        output(bufferedMs: 0, delayMs: 0)
+        input(backlogMs: 0)
+    }
 
     func note(error: String) { figures.withLock { $0.lastError = Log.scrub(error) } }
 

@@ -79,6 +79,16 @@ enum StreamTuning {
     /// that hangs is reported vs. a slow one refused.
     static let sinkOpenTimeoutMs = 5000
 
+    // MARK: The way back towards live
+
+    /// How long above its target the input's backlog (how long a decoded frame's bytes waited)
+    /// may be before audio is dropped (in digital silence only, `CushionPolicy`): jitter never
+    /// drops anything vs. how close to live the way back ends (half of it is left).
+    static let cushionMarginMs = 300
+    /// How long every frame must have waited in the input before a drop starts: a busy CPU's
+    /// moment or one late page drops nothing vs. how soon after a burst the way back may start.
+    static let cushionWindowMs = 1000
+
     // MARK: Heard delay
 
     /// How fast (per ms of arrivals) the on-time origin creeps later, 200 ppm: a server clock up
