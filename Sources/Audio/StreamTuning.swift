@@ -87,7 +87,7 @@ enum StreamTuning {
     static let cushionMarginMs = 300
     /// How long every frame must have waited in the input before a drop starts: a busy CPU's
     /// moment or one late page drops nothing vs. how soon after a burst the way back may start.
-    static let cushionWindowMs = 1000
+    static let cushionWindowMs = 2000
 
     // MARK: Heard delay
 

@@ -57,7 +57,7 @@ public struct StreamFigures: Sendable, Equatable {
     /// (`CushionPolicy`), ms in all, and in how many runs.
     public var droppedForLiveMs = 0
     public var dropsForLive = 0
-    /// How long even the least waiting of the last second's decoded frames waited in the input:
+    /// How long even the least waiting of the last 2 s of decoded frames waited in the input:
     /// audio held beyond live (what a stall's burst left), which the way back drops in silence.
     public var inputBacklogMs = 0
     public var bytesReceived = 0
