@@ -321,7 +321,12 @@ func runCommand(_ argv: [String], env: [String: String]? = nil, stdin: String? =
     DispatchQueue.global().async { c.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
     if group.wait(timeout: .now() + timeout) == .timedOut {
         p.terminate()
-        group.wait()
+        // Something it started may still hold its output: the wait ends either way.
+        if group.wait(timeout: .now() + 5) == .timedOut {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            return (p.terminationStatus, "", "(its output is still held open by a process it started)", [])
+        }
     }
     p.waitUntilExit()
     let outData = c.out, errData = c.err
