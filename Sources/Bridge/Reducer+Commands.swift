@@ -120,14 +120,15 @@ extension BridgeState {
         }
         config = new
         local.volumeMode = new.volume
-        // A change the stream sees reconnects it, and so does a reload while it is failed (the
-        // server may have been fixed); not, say, a new server_delay_ms while it plays.
+        // A change the stream sees reconnects it (keep_warm alone applies as it is); a reload
+        // while it is failed tries again at once (the server may have been fixed); not, say, a
+        // new server_delay_ms while it plays.
         if let old = streamConfig, let next = streamConfig(of: link.route) {
-            var failed = false
-            if case .failed? = local.stream { failed = true }
-            if next != old || failed {
+            if next != old {
                 streamConfig = next
                 fx.append(.stream(.configure(next)))
+            } else if case .failed? = local.stream {
+                fx.append(.stream(.retryNow))
             }
         }
         fx.append(.log(.info, "configuration reloaded: \(new)"))

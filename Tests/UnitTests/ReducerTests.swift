@@ -402,6 +402,16 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.state.streamConfig?.password, "new")
     }
 
+    /// A reload while the stream is failed (a refused password, say) tries again at once, even
+    /// with nothing changed for the stream: the server may have been fixed.
+    func testReloadWhileTheStreamIsFailedTriesAgainAtOnce() {
+        var r = Rig()
+        r.feed(.streamStatus(.failed(reason: FailureReason(.unauthorized(httpStatus: 401), "HTTP 401"), retryInMs: 30_000), sequence: 90))
+        _ = r.take()
+        r.feed(.reload(Rig.config))
+        XCTAssertEqual(r.take().filter { $0.hasPrefix("stream") }, ["stream retryNow"])
+    }
+
     func testALateStreamStatusNeverOverridesANewerOne() {
         var r = Rig()
         r.feed(.streamStatus(.paused, sequence: 5))
