@@ -187,6 +187,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             return .synced(s)
         case .refreshNeighbours:
             return .neighbours(next: try client.nextTlid(), previous: try client.previousTlid())
+        case .refreshMixer:
+            return .mixer(volume: try client.volume(), muted: try client.mute())
         case .refreshOptions:
             return .options(repeatOn: try client.option("repeat"), single: try client.option("single"),
                             random: try client.option("random"))

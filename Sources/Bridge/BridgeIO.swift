@@ -56,7 +56,7 @@ public enum Input: Sendable {
 public enum MopidyCall: Equatable, Sendable {
     /// The whole state; `generation` tells its answer from an older fetch's.
     case resync(generation: Int)
-    case refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists
+    case refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists, refreshMixer
     case play, resume, pause, stop, next, previous
     case seek(ms: Int)
     case setVolume(Int)
@@ -72,7 +72,7 @@ public enum MopidyCall: Equatable, Sendable {
     /// Asked for by a user's command (not by the bridge's own bookkeeping).
     var isCommand: Bool {
         switch self {
-        case .resync, .refreshNeighbours, .refreshOptions, .refreshTracklist, .refreshPlaylists: return false
+        case .resync, .refreshNeighbours, .refreshOptions, .refreshTracklist, .refreshPlaylists, .refreshMixer: return false
         default: return true
         }
     }
@@ -106,6 +106,7 @@ public enum MopidyCall: Equatable, Sendable {
         case .refreshOptions: return "options"
         case .refreshTracklist: return "tracklist"
         case .refreshPlaylists: return "playlists"
+        case .refreshMixer: return "mixer"
         case .addTrack(let uri, _, _): return "add \(uri)"
         case .removeTrack: return "remove"
         case .goTo: return "go to"
@@ -129,6 +130,7 @@ public enum Reply: Sendable {
     case synced(Snapshot)
     case neighbours(next: Int?, previous: Int?)
     case options(repeatOn: Bool, single: Bool, random: Bool)
+    case mixer(volume: Int?, muted: Bool)
     /// The tracklist around the current track (see `ServerState.tracklist`).
     case tracklist([TlTrack])
     case playlists([PlaylistInfo])

@@ -95,7 +95,7 @@ public struct BridgeState: Sendable {
     /// The server's delay as learned from the music (Reducer+Learn).
     public internal(set) var learner: ServerDelayLearner
 
-    enum Refresh: Hashable { case neighbours, options, tracklist, playlists }
+    enum Refresh: Hashable { case neighbours, options, tracklist, playlists, mixer }
 
     struct Held: Sendable {
         var dueMs: Int

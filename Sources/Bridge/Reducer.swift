@@ -130,8 +130,14 @@ extension BridgeState {
             seekedEvent = true
         case .volumeChanged(let v):
             server.volume = v
+            // Mopidy says its volume at every start of its pipeline, and a start right after
+            // another can drop a mute without saying so (Mopidy 3.4 with the software mixer:
+            // stop, mute, play, play): the mixer is read again.
+            refresh(.mixer, &fx)
         case .muteChanged(let on):
             server.muted = on
+            // A reading under way may be older than this.
+            if refreshing.contains(.mixer) { refreshAgain.insert(.mixer) }
         case .optionsChanged:
             refresh(.options, &fx)
             refresh(.neighbours, &fx)
@@ -209,6 +215,13 @@ extension BridgeState {
         case .options(let r, let single, let random):
             server.repeatOn = r; server.single = single; server.random = random
             refreshed(.options, &fx)
+        case .mixer(let volume, let muted):
+            // A reading older than a mixer event since counts not: the next one is asked for.
+            if !refreshAgain.contains(.mixer) {
+                server.volume = volume
+                server.muted = muted
+            }
+            refreshed(.mixer, &fx)
         case .tracklist(let list):
             server.tracklist = list
             refreshed(.tracklist, &fx)
@@ -244,6 +257,7 @@ extension BridgeState {
                 if eventsConnected { resyncAtMs = m.nowMs.adding(saturating: BridgeTuning.resyncRetryMs) }
             case .refreshNeighbours: refreshed(.neighbours, &fx)
             case .refreshOptions: refreshed(.options, &fx)
+            case .refreshMixer: refreshed(.mixer, &fx)
             case .refreshTracklist: refreshed(.tracklist, &fx)
             case .refreshPlaylists: refreshed(.playlists, &fx)
             default: break
