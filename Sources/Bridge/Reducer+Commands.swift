@@ -15,10 +15,12 @@ extension BridgeState {
             // its way: Play while playing is no change), and a paused or stopped house is resumed
             // or started.
             if hasStream && !local.streamActive { fx.append(.stream(.play)) }
-            if server.connected && server.state != .playing {
+            // The house as Mopidy last said it: a pause from elsewhere still held back counts.
+            let house = houseStateNewest
+            if server.connected && house != .playing {
                 // The house starting again because of this Play is shown at once, like Next.
                 userAskedAtMs = m.nowMs
-                call(server.state == .paused ? .resume : .play, &fx)
+                call(house == .paused ? .resume : .play, &fx)
             }
         case .pause:
             if hasStream { fx.append(.stream(.pause)) }
@@ -127,9 +129,8 @@ extension BridgeState {
             if next != old {
                 streamConfig = next
                 fx.append(.stream(.configure(next)))
-            } else if case .failed? = local.stream {
-                fx.append(.stream(.retryNow))
             }
+            if case .failed? = local.stream { fx.append(.stream(.retryNow)) }
         }
         fx.append(.log(.info, "configuration reloaded: \(new)"))
     }

@@ -14,8 +14,13 @@ extension BridgeState {
         // Deadlines are kept on every input, not only on `.due`: a steady flow of inputs (a burst
         // of events) must not starve them.
         if let at = resyncAtMs, at <= m.nowMs {
-            resyncAtMs = nil
-            if eventsConnected && !syncing { resync(&fx) }
+            // A fetch shows the house as it is now: it waits for what is still held to be heard.
+            if !held.isEmpty {
+                resyncAtMs = max(lastDueMs, m.nowMs.adding(saturating: 1))
+            } else {
+                resyncAtMs = nil
+                if eventsConnected && !syncing { resync(&fx) }
+            }
         }
         if let at = tracklistAtMs, at <= m.nowMs {
             tracklistAtMs = nil
