@@ -83,6 +83,10 @@ class KeepWarmTestCase: StreamAudioTestCase {
         let log = StatusLog()
         let p = player(url, configure: { $0.keepWarmSeconds = 30 }, log: log)
         _ = try playUntilHeard(p, "first play")
+        // From the connection that plays on: an attempt before it (Icecast's mount not live yet,
+        // a 404) is the link's too.
+        let opened = try linkEvents(name, "open", since: since).count
+        let closed = try linkEvents(name, "close", since: since)
         for round in 1...2 {
             let pausedAt = monotonicUs()
             p.pause()
@@ -112,8 +116,8 @@ class KeepWarmTestCase: StreamAudioTestCase {
         p.play()
         try firstAudio(after: soonAt, "warm, 150 ms after the pause")
         XCTAssertTrue(waitUntil(3) { p.currentStatus == .playing }, "\(p.currentStatus)")
-        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 1, "a new connection for a warm Play")
-        XCTAssertEqual(try linkEvents(name, "close", since: since), [], "the connection closed")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, opened, "a new connection for a warm Play")
+        XCTAssertEqual(try linkEvents(name, "close", since: since), closed, "the connection closed")
         // Each resume said .buffering, then .playing, after the .paused of its pause.
         let tail = log.all.drop { $0 != .paused }
         XCTAssertEqual(Array(tail), Array(repeating: [StreamStatus.paused, .buffering, .playing], count: 3).flatMap { $0 }, "\(log.all)")
