@@ -45,6 +45,7 @@ SILENT = 100                 # |sample| at or below this is silence (the tones p
 MIN_GAP = RATE // 100        # 10 ms of silence is a gap
 CLICK_RMS = 8.0              # residual rms (LSB) above which a tone block holds a discontinuity
 
+TAIL = 10.0                  # s of clean link after the phases, without changes: the last ones are heard
 PHASES = [("clean", {}), ("500 ms stall every 5 s", {"stall_ms": 500, "every_s": 5}),
           ("1500 ms stall every 7.5 s", {"stall_ms": 1500, "every_s": 7.5}), ("clean again", {})]
 
@@ -328,15 +329,15 @@ def sleep_until(t):
         time.sleep(min(d, 0.05))
 
 
-def start_bridge(rig, binary, tmp, url, sink):
+def start_bridge(rig, binary, tmp, url, sink, log_path):
     cfg = os.path.join(tmp, "link-config")
     fd = os.open(cfg, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.write(fd, (f"rpc_url = {rig.info['groove_rpc_url']}\nws_url = {rig.info['groove_ws_url']}\n"
                   f"stream_url = {url}\npassword = {rig.info['password']}\nsink = {sink}\nautoplay = true\n").encode())
     os.close(fd)
     env = dict(rig.env, XDG_CACHE_HOME=os.path.join(tmp, "link-cache"))
-    return subprocess.Popen([binary, "--config", cfg, "--instance"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(log_path, "w") as f:
+        return subprocess.Popen([binary, "--config", cfg, "--instance"], env=env, stdout=subprocess.DEVNULL, stderr=f)
 
 
 def start_mpv(rig, url, sink, ipc):
@@ -433,10 +434,11 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
     curl, source = start_source(rig)
     events = MopidyEvents(rig.info["mopidy_ws_url"])
     ipc = os.path.join(tmp, "mpv.sock")
+    bridge_log = os.path.join(tmp, "bridge.log")
     procs = []
     try:
         t_start = time.monotonic()
-        sides["groove-bridge"].proc = start_bridge(rig, binary, tmp, url, "bench_bridge")
+        sides["groove-bridge"].proc = start_bridge(rig, binary, tmp, url, "bench_bridge", bridge_log)
         sides["mpv"].proc = start_mpv(rig, url, "bench_mpv", ipc)
         procs = [s.proc for s in sides.values()]
         for s in sides.values():
@@ -458,6 +460,8 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
                 next_change += change_every
             sleep_until(end)
         t_end = time.monotonic()
+        log(f"{TAIL:g} s more, clean, without changes: the last changes reach both players")
+        sleep_until(t_end + TAIL)
         cpu = {name: cpu_seconds(s.proc.pid) for name, s in sides.items()}
         for s in sides.values():
             if s.proc.poll() is not None:
@@ -484,13 +488,19 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
         source.close()
         curl.kill()
         curl.wait()
+    with open(bridge_log, errors="replace") as f:
+        said = [line.rstrip() for line in f if "stream:" in line]
+    log(f"groove-bridge's log, its stream lines ({len(said)}):\n  " + "\n  ".join(said))
     log("reading the recordings")
     changes = [(t, tracks.get(title)) for t, title in events.changes if phases[0]["since"] <= t < t_end]
     figures = {"phases": phases, "changes": changes, "cpu": cpu, "resume": resume, "ping": ping,
-               "span": t_end - t_start, "players": {}}
+               "span": t_end + TAIL - t_start, "players": {}}
     for name, s in sides.items():
-        figures["players"][name] = Analysis(s.rec, tones, t_start, t_end)
-    figures["source"] = Analysis(source, tones, phases[0]["since"], t_end, live=False)
+        a = figures["players"][name] = Analysis(s.rec, tones, t_start, t_end + TAIL)
+        floor = [b[2] for b in a.blocks if b and b[0] == "t"]
+        log(f"{name}: residual of tone blocks, median {statistics.median(floor):.2f} LSB rms" if floor else f"{name}: no tone")
+    figures["source"] = Analysis(source, tones, phases[0]["since"], t_end + TAIL, live=False)
+    figures["stalls"] = [e for e in link_log if e.get("event") == "stall"]
     return figures, link_log
 
 
@@ -514,33 +524,75 @@ def ms(v):
     return f"{v:.0f}"
 
 
+def stall_of(fig, t):
+    """The stall a gap heard at t follows (it began at most 3 s after that stall ended): (phase,
+    its number in the phase from 1), or None."""
+    best = None
+    for st in fig["stalls"]:
+        if st["from"] <= t <= st["until"] + 3.0:
+            best = st
+    if best is None:
+        return None
+    k = phase_index(fig["phases"], best["from"])
+    return k, 1 + sum(1 for st in fig["stalls"] if phase_index(fig["phases"], st["from"]) == k and st["from"] < best["from"])
+
+
+def server_time(lags, t):
+    """t on the server's clock: t minus the lag of the change heard nearest to t."""
+    near = min(((abs(h - t), lag) for h, lag in lags), default=None)
+    return None if near is None else t - near[1]
+
+
 def per_player(fig, name):
-    """Per phase: gaps by kind, discontinuities, lags (t since the phase began, lag s)."""
+    """Per phase: gaps by kind (t after the phase began, length, the stall it follows),
+    discontinuities (heard and server times), lags (t since the phase began, lag s)."""
     a, phases = fig["players"][name], fig["phases"]
-    lags = [[] for _ in phases]
+    lags, heard = [[] for _ in phases], []
     for t, freq in fig["changes"]:
         h = a.heard(freq, t) if freq else None
         k = phase_index(phases, t)
         if k >= 0:
             lags[k].append((t - phases[k]["since"], None if h is None else h - t))
-    clean = [lag for _, lag in lags[0] if lag is not None]
-    shift = statistics.median(clean) if clean else 0.0
-    rows = [{"mid": [], "change": [], "clicks": 0, "lags": lags[k]} for k in range(len(phases))]
-    early = {"mid": [], "change": [], "clicks": 0}
+        if h is not None:
+            heard.append((h, h - t))
+    rows = [{"mid": [], "change": [], "clicks": [], "lags": lags[k]} for k in range(len(phases))]
+    early = {"mid": [], "change": [], "clicks": []}
     for t, length, kind in a.gaps:
-        k = phase_index(phases, t - shift)
+        cause = stall_of(fig, t)
+        k = cause[0] if cause else phase_index(phases, t)
         row = rows[k] if k >= 0 else early
-        row["mid" if kind == "mid-track" else "change"].append((t - shift - (phases[k]["since"] if k >= 0 else 0), length))
+        row["mid" if kind == "mid-track" else "change"].append(
+            (t - (phases[k]["since"] if k >= 0 else 0), length, cause[1] if cause else None))
     for t in a.clicks:
-        k = phase_index(phases, t - shift)
-        (rows[k] if k >= 0 else early)["clicks"] += 1
-    return rows, early, shift
+        k = phase_index(phases, t)
+        (rows[k] if k >= 0 else early)["clicks"].append((t, server_time(heard, t)))
+    return rows, early
 
 
 def gap_text(g):
     if not g:
         return "0"
-    return f"{len(g)}: longest {ms(max(v for _, v in g))}, total {ms(sum(v for _, v in g))}"
+    return f"{len(g)}: longest {ms(max(v for _, v, _ in g))}, total {ms(sum(v for _, v, _ in g))}"
+
+
+def click_text(clicks, server_clicks):
+    """Discontinuities, and how many of them the server's own stream holds too (the same moment
+    on the server's clock, within 0.6 s: the direct listener's times are an Ogg page, ~0.42 s, coarse)."""
+    if not clicks:
+        return "0"
+    same = sum(1 for _, st in clicks if st is not None and any(abs(st - x) <= 0.6 for x in server_clicks))
+    return f"{len(clicks)} ({same} also in the server's stream)"
+
+
+def source_clicks(fig):
+    """The direct listener's discontinuities on the server's clock."""
+    src = fig["source"]
+    heard = []
+    for t, freq in fig["changes"]:
+        h = src.heard(freq, t) if freq else None
+        if h is not None:
+            heard.append((h, h - t))
+    return [x for x in (server_time(heard, t) for t in src.clicks) if x is not None], heard
 
 
 def lag_text(lags):
@@ -557,6 +609,7 @@ def report(fig, link_log, command, loads, commit):
     names = list(fig["players"])
     per = {n: per_player(fig, n) for n in names}
     src = fig["source"]
+    server_clicks, src_heard = source_clicks(fig)
     out = [f"## Wi-Fi link side by side (issue #24): `scripts/bench --only link`", "",
            f"`{command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, release build of commit {commit}, "
            f"{os.cpu_count()} cores, load average {loads[0]:.2f} at the start, {loads[1]:.2f} at the end.", "",
@@ -570,22 +623,29 @@ def report(fig, link_log, command, loads, commit):
         for n in names:
             row = per[n][0][k]
             out.append(f"| {p['label']} ({plan_text(p['plan'])}) | {n} | {gap_text(row['mid'])} | {gap_text(row['change'])} "
-                       f"| {row['clicks']} | {lag_text(row['lags'])} |")
+                       f"| {click_text(row['clicks'], server_clicks)} | {lag_text(row['lags'])} |")
     for n in names:
         e = per[n][1]
         if e["mid"] or e["change"] or e["clicks"]:
-            out.append(f"| before the first phase | {n} | {gap_text(e['mid'])} | {gap_text(e['change'])} | {e['clicks']} | |")
-    out += ["", "Each gap (received at, s after its phase began: length ms): " + "; ".join(
-        f"{n}: " + (", ".join(f"{phases[k]['label']} {t:.1f}: {ms(v)}{' (at a change)' if kind else ''}"
+            out.append(f"| before the first phase | {n} | {gap_text(e['mid'])} | {gap_text(e['change'])} "
+                       f"| {click_text(e['clicks'], server_clicks)} | |")
+    out += ["", "Each gap (s after its phase began, heard: length ms, the stall it follows): " + "; ".join(
+        f"{n}: " + (", ".join(f"{phases[k]['label']} {t:.1f}: {ms(v)}{' at a change' if kind else ''}"
+                              + (f" (stall {st})" if st else " (no stall)")
                               for k in range(len(phases)) for kind in (0, 1)
-                              for t, v in per[n][0][k]["change" if kind else "mid"]) or "none")
+                              for t, v, st in per[n][0][k]["change" if kind else "mid"]) or "none")
         for n in names) + "."]
+    out += ["", "Each discontinuity (s after its phase began, heard): " + "; ".join(
+        f"{n}: " + (", ".join(f"{phases[k]['label']} {t - phases[k]['since']:.1f}" for k in range(len(phases))
+                              for t, _ in per[n][0][k]["clicks"]) or "none") for n in names) + "."]
     src_mid = [g for g in src.gaps if g[2] == "mid-track"]
     src_change = [g for g in src.gaps if g[2] != "mid-track"]
     out += ["", f"The server's own stream (Icecast decoded directly, no link, over the same phases): "
                 f"{len(src_mid)} gaps mid-track, {len(src_change)} silences at track changes"
                 + (f" (longest {ms(max(g[1] for g in src_change))} ms)" if src_change else "")
-                + f", {len(src.clicks)} discontinuities."]
+                + f", {len(src.clicks)} discontinuities; the changes reached it "
+                + (f"{statistics.median([lag for _, lag in src_heard]):.2f} s after Mopidy's event (median; "
+                   f"the time of the Ogg page that held them, ~0.42 s coarse)" if src_heard else "n/a") + "."]
     cpu = fig["cpu"]
     out += ["", f"CPU, user+sys from each player's start to the phases' end ({fig['span']:.0f} s): "
                 + ", ".join(f"{n} {cpu[n]:.2f} s" for n in names)
@@ -604,7 +664,10 @@ def report(fig, link_log, command, loads, commit):
     out += [""] + goals(per, phases, fig)
     stalls = [e for e in link_log if e.get("event") == "stall"]
     bursts = [e for e in link_log if e.get("event") == "burst"]
-    out += ["", f"The link's log: {len(stalls)} stalls, {len(bursts)} bursts (largest {max((e['bytes'] for e in bursts), default=0)} bytes)."]
+    opens = [e for e in link_log if e.get("event") == "open"]
+    out += ["", f"The link's log: {len(stalls)} stalls, {len(bursts)} bursts (largest "
+                f"{max((e['bytes'] for e in bursts), default=0)} bytes), {len(opens)} connections opened (one a player "
+                f"at the start)."]
     return out
 
 
@@ -617,7 +680,7 @@ def lag_ratio(per, k):
 
 def goals(per, phases, fig):
     """Issue #24's goals against this run's figures."""
-    rows, early, _ = per["groove-bridge"]
+    rows, early = per["groove-bridge"]
     lag = lambda k: [x for _, x in rows[k]["lags"] if x is not None]
     out = ["| goal (issue #24) | this run | met? |", "| --- | --- | --- |"]
     if lag(0):
@@ -629,10 +692,10 @@ def goals(per, phases, fig):
         out.append(f"| 500 ms stalls every 5 s: no gap | {n} gaps | {'yes' if n == 0 else 'no'} |")
     if len(phases) > 2:
         gs = sorted(rows[2]["mid"] + rows[2]["change"])
-        every = phases[2]["plan"]["every_s"]
-        first_only = len(gs) == 0 or (len(gs) == 1 and gs[0][0] < 2 * every)
+        first_only = len(gs) == 0 or (len(gs) == 1 and gs[0][2] == 1)
         out.append(f"| 1500 ms stalls every 7.5 s: at most one gap, at the first stall | {len(gs)} gaps"
-                   + (f" (at {', '.join(f'{t:.1f}' for t, _ in gs)} s)" if gs else "") + f" | {'yes' if first_only else 'no'} |")
+                   + (" (after stalls " + ", ".join(str(st) for _, _, st in gs) + ")" if gs else "")
+                   + f" | {'yes' if first_only else 'no'} |")
     if len(phases) > 3 and lag(0) and lag(3):
         c = statistics.median(lag(0))
         late = [(t, x) for t, x in rows[3]["lags"] if x is not None]
@@ -641,8 +704,8 @@ def goals(per, phases, fig):
         out.append(f"| clean again: within 0.3 s of the clean lag within 60 s, no gap, no skip | lags "
                    + ", ".join(f"{x:.2f} at {t:.0f} s" for t, x in late)
                    + f"; within 0.3 s from {'the change at ' + format(within, '.0f') + ' s' if within is not None else 'no change'}; "
-                     f"{n} gaps, {rows[3]['clicks']} discontinuities | "
-                   + f"{'yes' if within is not None and within <= 60 and n == 0 and rows[3]['clicks'] == 0 else 'no'} |")
+                     f"{n} gaps, {len(rows[3]['clicks'])} discontinuities | "
+                   + f"{'yes' if within is not None and within <= 60 and n == 0 and not rows[3]['clicks'] else 'no'} |")
     r = fig["resume"]["groove-bridge"]
     out.append(f"| Play after a pause shorter than `keep_warm`: heard within 100 ms | {max(r) * 1000:.0f} ms worst "
                f"(with dbus-send's {fig['ping'] * 1000:.0f} ms) | {'yes' if max(r) <= 0.1 else 'no'} |")
