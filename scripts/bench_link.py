@@ -315,6 +315,13 @@ class Side:
         return len(w) >= int(seconds * RATE) and max(w) <= SILENT and -min(w) <= SILENT
 
 
+def cpu_times():
+    """(busy, total) jiffies of all cores, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v) - v[3] - v[4], sum(v)
+
+
 def wait_until(what, cond, timeout, interval=0.01):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -437,7 +444,7 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
     bridge_log = os.path.join(tmp, "bridge.log")
     procs = []
     try:
-        t_start = time.monotonic()
+        t_start, machine0 = time.monotonic(), cpu_times()
         sides["groove-bridge"].proc = start_bridge(rig, binary, tmp, url, "bench_bridge", bridge_log)
         sides["mpv"].proc = start_mpv(rig, url, "bench_mpv", ipc)
         procs = [s.proc for s in sides.values()]
@@ -463,6 +470,7 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
         log(f"{TAIL:g} s more, clean, without changes: the last changes reach both players")
         sleep_until(t_end + TAIL)
         cpu = {name: cpu_seconds(s.proc.pid) for name, s in sides.items()}
+        machine1 = cpu_times()
         for s in sides.values():
             if s.proc.poll() is not None:
                 raise SystemExit(f"{s.name} ended during the run (exit {s.proc.returncode})")
@@ -494,7 +502,8 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
     log("reading the recordings")
     changes = [(t, tracks.get(title)) for t, title in events.changes if phases[0]["since"] <= t < t_end]
     figures = {"phases": phases, "changes": changes, "cpu": cpu, "resume": resume, "ping": ping,
-               "span": t_end + TAIL - t_start, "players": {}}
+               "span": t_end + TAIL - t_start, "players": {},
+               "busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1])}
     for name, s in sides.items():
         a = figures["players"][name] = Analysis(s.rec, tones, t_start, t_end + TAIL)
         floor = [b[2] for b in a.blocks if b and b[0] == "t"]
@@ -538,9 +547,13 @@ def stall_of(fig, t):
 
 
 def server_time(lags, t):
-    """t on the server's clock: t minus the lag of the change heard nearest to t."""
-    near = min(((abs(h - t), lag) for h, lag in lags), default=None)
-    return None if near is None else t - near[1]
+    """t on the server's clock: t minus the lag of the last change heard before t (a gap adds to
+    the lag of a player that resumes where it stopped, so the lag from before it), else of the
+    first change."""
+    before = [lag for h, lag in lags if h <= t]
+    if before:
+        return t - before[-1]
+    return t - lags[0][1] if lags else None
 
 
 def per_player(fig, name):
@@ -555,6 +568,7 @@ def per_player(fig, name):
             lags[k].append((t - phases[k]["since"], None if h is None else h - t))
         if h is not None:
             heard.append((h, h - t))
+    heard.sort()
     rows = [{"mid": [], "change": [], "clicks": [], "lags": lags[k]} for k in range(len(phases))]
     early = {"mid": [], "change": [], "clicks": []}
     for t, length, kind in a.gaps:
@@ -570,9 +584,9 @@ def per_player(fig, name):
 
 
 def also(server_times, times):
-    """How many of `times` (on the server's clock) the server's own stream holds too, within 0.6 s
+    """How many of `times` (on the server's clock) the server's own stream holds too, within 0.8 s
     (the direct listener's times are an Ogg page, ~0.42 s, coarse)."""
-    return sum(1 for st in times if st is not None and any(abs(st - x) <= 0.6 for x in server_times))
+    return sum(1 for st in times if st is not None and any(abs(st - x) <= 0.8 for x in server_times))
 
 
 def gap_text(g, server_gaps):
@@ -597,6 +611,7 @@ def source_events(fig):
         h = src.heard(freq, t) if freq else None
         if h is not None:
             heard.append((h, h - t))
+    heard.sort()
     at = lambda times: [x for x in (server_time(heard, t) for t in times) if x is not None]
     return at(src.clicks), at([g[0] for g in src.gaps]), heard
 
@@ -618,7 +633,8 @@ def report(fig, link_log, command, loads, commit):
     server_clicks, server_gaps, src_heard = source_events(fig)
     out = [f"## Wi-Fi link side by side (issue #24): `scripts/bench --only link`", "",
            f"`{command}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, release build of commit {commit}, "
-           f"{os.cpu_count()} cores, load average {loads[0]:.2f} at the start, {loads[1]:.2f} at the end.", "",
+           f"{os.cpu_count()} cores, load average {loads[0]:.2f} at the start, {loads[1]:.2f} at the end; the cores were "
+           f"{fig['busy'] * 100:.0f} % busy over the run (every process, these players included).", "",
            "Phases of the link (one link for both players; stalls from each phase's start): "
            + "; ".join(f"{p['label']}: {plan_text(p['plan'])}, {p['seconds']:g} s" for p in phases)
            + f". The house changed track {len(fig['changes'])} times in them.", "",
@@ -637,9 +653,9 @@ def report(fig, link_log, command, loads, commit):
                        f"| {click_text(e['clicks'], server_clicks)} | |")
     out += ["", "Each gap (s after its phase began, heard: length ms, the stall it follows): " + "; ".join(
         f"{n}: " + (", ".join(f"{phases[k]['label']} {t:.1f}: {ms(v)}{' at a change' if kind else ''}"
-                              + (f" (stall {st})" if st else " (no stall)")
+                              + (f" (stall {st}" if st else " (no stall") + (", in the server's stream)" if also(server_gaps, [sv]) else ")")
                               for k in range(len(phases)) for kind in (0, 1)
-                              for t, v, st, _ in per[n][0][k]["change" if kind else "mid"]) or "none")
+                              for t, v, st, sv in per[n][0][k]["change" if kind else "mid"]) or "none")
         for n in names) + "."]
     out += ["", "Each discontinuity (s after its phase began, heard): " + "; ".join(
         f"{n}: " + (", ".join(f"{phases[k]['label']} {t - phases[k]['since']:.1f}" for k in range(len(phases))
@@ -661,7 +677,8 @@ def report(fig, link_log, command, loads, commit):
     out += ["", f"Play after a pause, Play command → first audio on the player's monitor ({len(res['mpv'])} rounds "
                 f"each, ms: median (each)): groove-bridge over MPRIS (`dbus-send`, whose own start and round trip "
                 f"take {fig['ping'] * 1000:.0f} ms, included) {ms(g * 1000)} ({', '.join(ms(v * 1000) for v in res['groove-bridge'])}); "
-                f"mpv over its JSON IPC {ms(m * 1000)} ({', '.join(ms(v * 1000) for v in res['mpv'])})"
+                f"mpv over its JSON IPC {ms(m * 1000)} ({', '.join(ms(v * 1000) for v in res['mpv'])}) (the null sink renders "
+                f"up to a block, ~10 ms here, ahead of the clock: a figure below 0 is at once)"
                 + (f"; groove-bridge/mpv {g / m:.2f}×" if m > 0.001 else "")
                 + ". mpv resumes from its cache where it paused, each pause putting it that much further "
                   "behind live; the bridge resumes at the live edge."]
