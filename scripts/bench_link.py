@@ -429,7 +429,21 @@ def ping_seconds(rig):
     return statistics.median(t)
 
 
-def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cpu_seconds, stop):
+def keep(folder, recordings, facts):
+    """Each recording as raw mono s16le (NAME.raw) with its chunks' arrivals (NAME.marks.json), and
+    the run's facts (run.json): to look again at what the figures say."""
+    os.makedirs(folder, exist_ok=True)
+    for name, rec in recordings.items():
+        x, marks = rec.snapshot()
+        with open(os.path.join(folder, f"{name}.raw"), "wb") as f:
+            f.write(x.tobytes())
+        with open(os.path.join(folder, f"{name}.marks.json"), "w") as f:
+            json.dump(marks, f)
+    with open(os.path.join(folder, "run.json"), "w") as f:
+        json.dump(facts, f)
+
+
+def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cpu_seconds, stop, keep_dir=None):
     """The whole run; returns (figures, link log) for report()."""
     tracks = {t["title"]: t["freq"] for t in rig.info["tracks"]}
     tones = sorted(set(tracks.values()))
@@ -496,6 +510,10 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
         source.close()
         curl.kill()
         curl.wait()
+    if keep_dir:
+        keep(keep_dir, {"groove-bridge": sides["groove-bridge"].rec, "mpv": sides["mpv"].rec, "source": source},
+             {"phases": phases, "changes": events.changes, "link_log": link_log, "t_start": t_start, "t_end": t_end})
+        log(f"recordings kept in {keep_dir}")
     with open(bridge_log, errors="replace") as f:
         said = [line.rstrip() for line in f if "stream:" in line]
     log(f"groove-bridge's log, its stream lines ({len(said)}):\n  " + "\n  ".join(said))
