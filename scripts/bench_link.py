@@ -14,16 +14,23 @@ What is measured, from the recordings (mono s16, 44.1 kHz; the rig's tracks are 
   - a gap: at least 10 ms of samples within ±100 of zero after the player's first audio; "mid-track"
     when the same tone is heard on both sides, else "at a change";
   - a discontinuity (a skip, or a click): a block of a tone whose residual against that tone's exact
-    recurrence exceeds 8 LSB rms (the floor is ~1 LSB: quantization), with a tone on both sides;
+    recurrence exceeds 8 LSB rms (the floor is ~1.06 LSB: quantization), with three blocks of the
+    same tone on each side;
   - lag behind the server: for each Mopidy `track_playback_started` (read on an independent
-    WebSocket on the monotonic clock), the start of the first block of the new track's tone on
-    that player's monitor, minus the event's time. Sample times come from parec's chunk arrivals
-    by the latest bound (as Tests' Recorder: a chunk arrives no earlier than its last sample left).
-  - CPU: user+sys of all the player's threads (schedstat), from its start to the phases' end;
+    WebSocket on the monotonic clock), the start of the first five blocks of the new track's tone
+    on that player's monitor, minus the event's time. Sample times come from parec's chunk
+    arrivals by the latest bound (as Tests' Recorder: a chunk arrives no earlier than its last
+    sample left). After the phases, TAIL seconds of clean link without changes let the last
+    changes be heard;
+  - CPU: user+sys of all the player's threads (schedstat), from its start to the end of the tail;
   - Play after a pause of --pause-seconds: from the Play command (dbus-send for the bridge, mpv's
     JSON IPC) to the first sample above 1000 on that player's monitor.
-A gap or discontinuity counts in the phase the link was in when the player received that audio:
-its heard time minus the player's median lag in the first (clean) phase."""
+A gap counts in the phase of the stall it follows (it began while that stall lasted or within 3 s
+of its end), else in the phase in force when it was heard; a discontinuity in the phase in force
+when it was heard. Gaps and discontinuities are also placed on the server's clock (minus the lag
+of the last change heard before them) and matched, within 0.8 s, with those of the direct listener:
+those the server's own stream holds are not a player's doing (a loaded encoder glitches for every
+listener)."""
 
 import array
 import bisect
@@ -520,7 +527,7 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
     log("reading the recordings")
     changes = [(t, tracks.get(title)) for t, title in events.changes if phases[0]["since"] <= t < t_end]
     figures = {"phases": phases, "changes": changes, "cpu": cpu, "resume": resume, "ping": ping,
-               "span": t_end + TAIL - t_start, "players": {},
+               "span": t_end + TAIL - t_start, "players": {}, "change_every": change_every,
                "busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1])}
     for name, s in sides.items():
         a = figures["players"][name] = Analysis(s.rec, tones, t_start, t_end + TAIL)
@@ -655,7 +662,8 @@ def report(fig, link_log, command, loads, commit):
            f"{fig['busy'] * 100:.0f} % busy over the run (every process, these players included).", "",
            "Phases of the link (one link for both players; stalls from each phase's start): "
            + "; ".join(f"{p['label']}: {plan_text(p['plan'])}, {p['seconds']:g} s" for p in phases)
-           + f". The house changed track {len(fig['changes'])} times in them.", "",
+           + f"; then {TAIL:g} s clean without changes, so that the last ones are heard. The house changed track "
+           f"{len(fig['changes'])} times in the phases (Mopidy's `next` every {fig['change_every']:g} s).", "",
            "| phase | player | gaps mid-track (count: longest, total ms) | silence at track changes (count: longest, total ms) "
            "| discontinuities mid-track | lag behind the server per change, s: median (each) |",
            "| --- | --- | --- | --- | --- | --- |"]
@@ -687,7 +695,7 @@ def report(fig, link_log, command, loads, commit):
                 + (f"{statistics.median([lag for _, lag in src_heard]):.2f} s after Mopidy's event (median; "
                    f"the time of the Ogg page that held them, ~0.42 s coarse)" if src_heard else "n/a") + "."]
     cpu = fig["cpu"]
-    out += ["", f"CPU, user+sys from each player's start to the phases' end ({fig['span']:.0f} s): "
+    out += ["", f"CPU, user+sys from each player's start to the end of the phases and the tail ({fig['span']:.0f} s): "
                 + ", ".join(f"{n} {cpu[n]:.2f} s" for n in names)
                 + (f"; groove-bridge/mpv {cpu['groove-bridge'] / cpu['mpv']:.2f}×" if cpu.get("mpv") else "") + "."]
     res = fig["resume"]
@@ -739,7 +747,7 @@ def goals(per, phases, fig, server_gaps, server_clicks):
         gs = sorted(own(rows[2]["mid"] + rows[2]["change"]))
         first_only = len(gs) == 0 or (len(gs) == 1 and gs[0][2] == 1)
         out.append(f"| 1500 ms stalls every 7.5 s: at most one gap, at the first stall | {len(gs)} gaps"
-                   + (" (after stalls " + ", ".join(str(g[2]) for g in gs) + ")" if gs else "")
+                   + (" (after stalls " + ", ".join(str(g[2]) if g[2] else "none" for g in gs) + ")" if gs else "")
                    + f" | {'yes' if first_only else 'no'} |")
     if len(phases) > 3 and lag(0) and lag(3):
         c = statistics.median(lag(0))
@@ -749,8 +757,8 @@ def goals(per, phases, fig, server_gaps, server_clicks):
         clicks = len(own_clicks(rows[3]["clicks"]))
         out.append(f"| clean again: within 0.3 s of the clean lag within 60 s, no gap, no skip | lags "
                    + ", ".join(f"{x:.2f} at {t:.0f} s" for t, x in late)
-                   + f"; within 0.3 s from {'the change at ' + format(within, '.0f') + ' s' if within is not None else 'no change'}; "
-                     f"{n} gaps, {clicks} discontinuities | "
+                   + (f"; within 0.3 s from the change at {within:.0f} s on; " if within is not None else "; never within 0.3 s; ")
+                   + f"{n} gaps, {clicks} discontinuities | "
                    + f"{'yes' if within is not None and within <= 60 and n == 0 and not clicks else 'no'} |")
     r = fig["resume"]["groove-bridge"]
     out.append(f"| Play after a pause shorter than `keep_warm`: heard within 100 ms | {max(r) * 1000:.0f} ms worst "
