@@ -33,6 +33,7 @@ those the server's own stream holds are not a player's doing (a loaded encoder g
 listener)."""
 
 import array
+import base64
 import bisect
 import json
 import math
@@ -360,7 +361,6 @@ def start_bridge(rig, binary, tmp, url, sink, log_path):
 
 
 def start_mpv(rig, url, sink, ipc):
-    import base64
     auth = base64.b64encode(f"listener:{rig.info['password']}".encode()).decode()
     # A benchmark on loopback with a generated password: the header in mpv's argv is fine here.
     return subprocess.Popen(["mpv", "--no-video", "--ao=pulse", "--really-quiet", "--no-config",
