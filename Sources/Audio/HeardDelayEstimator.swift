@@ -14,6 +14,10 @@ struct HeardDelayEstimator {
     let creep: Double
     /// Weight of each new delay sample (StreamTuning.delaySmoothing).
     let smoothing: Double
+    /// A sample this far above the smoothed delay is taken whole: an underrun adds its loss at
+    /// once, and smoothed it would be counted over a second or more, every title in that time
+    /// shown before its music.
+    static let wholeRiseMs = 100.0
     /// Audio decoded on this connection, ms (skipped, held, written).
     private(set) var decodedMs = 0.0
     /// When audio position 0 would have arrived had every page come on time, monotonic ms.
@@ -52,15 +56,16 @@ struct HeardDelayEstimator {
     /// from empty, so the next sample is taken whole, not smoothed from before the pause.
     mutating func resumed() { smoothedMs = 0 }
 
-    /// The delay at `nowMs`, lightly smoothed (libpulse's latency interpolation and the write
-    /// pieces jitter), or nil before the first frame. `soundServerMs`: written to the sound
+    /// The delay at `nowMs`, lightly smoothed (the sound server's reports and the write pieces
+    /// jitter) but for a rise of more than `wholeRiseMs`, or nil before the first frame. `soundServerMs`: written to the sound
     /// server and not yet heard; `unwrittenMs`: the rest of the piece being written;
     /// `heldMs`: the join buffer not yet written.
     mutating func delayMs(nowMs: Int, soundServerMs: Int, unwrittenMs: Int, heldMs: Int) -> Int? {
         guard let origin = onTimeOriginMs else { return nil }
         lateMs = Double(nowMs) - origin - decodedMs
         let raw = max(0, lateMs) + Double(soundServerMs + unwrittenMs + heldMs)
-        smoothedMs = smoothedMs == 0 ? raw : smoothedMs + (raw - smoothedMs) * smoothing
+        let whole = smoothedMs == 0 || raw > smoothedMs + Self.wholeRiseMs
+        smoothedMs = whole ? raw : smoothedMs + (raw - smoothedMs) * smoothing
         return Int(smoothedMs)
     }
 }

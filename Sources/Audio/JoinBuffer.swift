@@ -11,6 +11,8 @@ struct JoinBuffer {
     private var chunks: [(pcm: [UInt8], ms: Int)] = []
     /// Audio held, ms.
     private(set) var heldMs = 0
+    /// Audio held, bytes (a frame shorter than 1 ms counts 0 ms, not 0 bytes).
+    private var heldBytes = 0
     /// Audio dropped because newer audio followed, ms.
     private(set) var skippedMs = 0
 
@@ -24,15 +26,19 @@ struct JoinBuffer {
     /// ones make unneeded (whole frames: what is held stays at least `keepMs` once it was).
     mutating func add(_ pcm: [UInt8], format: AudioFormat, ms: Int) {
         if format != self.format {
-            chunks.removeAll()
-            heldMs = 0
+            removeAll()
             self.format = format
         }
         chunks.append((pcm, ms))
         heldMs += ms
-        while let first = chunks.first, heldMs - first.ms >= keepMs {
+        heldBytes += pcm.count
+        // By the ms, and bounded by bytes too: frames shorter than 1 ms (a stream of 32-sample
+        // blocks) count 0 ms each.
+        let boundBytes = format.sinkBytes(milliseconds: keepMs).multiplied(saturating: 2)
+        while let first = chunks.first, heldMs - first.ms >= keepMs || heldBytes - first.pcm.count >= boundBytes {
             chunks.removeFirst()
             heldMs -= first.ms
+            heldBytes -= first.pcm.count
             skippedMs += first.ms
         }
     }
@@ -51,11 +57,13 @@ struct JoinBuffer {
         guard !chunks.isEmpty else { return nil }
         let first = chunks.removeFirst()
         heldMs -= first.ms
+        heldBytes -= first.pcm.count
         return first.pcm
     }
 
     mutating func removeAll() {
         chunks.removeAll()
         heldMs = 0
+        heldBytes = 0
     }
 }

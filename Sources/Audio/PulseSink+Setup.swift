@@ -13,6 +13,18 @@ extension PulseSink {
         setenv("PULSE_PROP_application.id", "groove-bridge", 0)
     }
 
+    /// libpulse's stream callbacks to this sink (`me`), or none (nil). Playback starting (the
+    /// prebuffer full) or running dry changes what the last timing report means (its `playing`):
+    /// a new one is asked for at once, or `latencyUs` reads up to `timingEveryMs` high or low.
+    func setCallbacks(_ s: OpaquePointer, _ me: UnsafeMutableRawPointer?) {
+        let on = me != nil
+        pa_stream_set_state_callback(s, on ? paStreamState : nil, me)
+        pa_stream_set_moved_callback(s, on ? paStreamMoved : nil, me)
+        pa_stream_set_suspended_callback(s, on ? paStreamSuspended : nil, me)
+        pa_stream_set_started_callback(s, on ? paStreamTiming : nil, me)
+        pa_stream_set_underflow_callback(s, on ? paStreamTiming : nil, me)
+    }
+
     /// A sink named by its name, not by index or a special name such as `@DEFAULT_SINK@`.
     static func isSinkName(_ s: String) -> Bool { !s.hasPrefix("@") && Int(s) == nil }
 }
@@ -23,3 +35,4 @@ let paContextState: pa_context_notify_cb_t = { _, me in sinkOf(me).contextChange
 let paStreamState: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamChanged() }
 let paStreamMoved: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamMoved() }
 let paStreamSuspended: pa_stream_notify_cb_t = { _, me in sinkOf(me).streamSuspended() }
+let paStreamTiming: pa_stream_notify_cb_t = { _, me in sinkOf(me).askTiming(force: true) }

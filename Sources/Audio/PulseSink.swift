@@ -54,9 +54,7 @@ public final class PulseSink {
         spec.channels = UInt8(clamping: format.channels)
         guard let s = pa_stream_new(ctx, "Groove Audio stream", &spec, nil) else { throw error(what) }
         stream = s
-        pa_stream_set_state_callback(s, paStreamState, me)
-        pa_stream_set_moved_callback(s, paStreamMoved, me)
-        pa_stream_set_suspended_callback(s, paStreamSuspended, me)
+        setCallbacks(s, me)
         var attr = pa_buffer_attr()
         attr.maxlength = UInt32.max
         attr.tlength = UInt32(format.sinkBytes(milliseconds: bufferMs))
@@ -92,9 +90,7 @@ public final class PulseSink {
         // A piece begun and not written is freed with the stream.
         if let timing { pa_operation_unref(timing) }
         if let s = stream {
-            pa_stream_set_state_callback(s, nil, nil)
-            pa_stream_set_moved_callback(s, nil, nil)
-            pa_stream_set_suspended_callback(s, nil, nil)
+            setCallbacks(s, nil)
             pa_stream_disconnect(s)
             pa_stream_unref(s)
         }
@@ -212,16 +208,19 @@ public final class PulseSink {
 
     // MARK: - Latency
 
-    /// Asks the server where its read index and the sink are, at most every `timingEveryMs`.
-    private func askTiming(force: Bool = false) {
+    /// Asks the server where its read index and the sink are, at most every `timingEveryMs`, or at
+    /// each write while the last report says nothing plays (a prebuffer filling); `force`: now, not
+    /// waiting for an answer under way (playback started or ran dry: that one may be stale).
+    func askTiming(force: Bool = false) {
         guard let s = stream, failure == nil, !corked else { return }
         let now = monotonicMs()
         if let op = timing {
-            guard pa_operation_get_state(op) != PA_OPERATION_RUNNING else { return }
+            guard force || pa_operation_get_state(op) != PA_OPERATION_RUNNING else { return }
             pa_operation_unref(op)
             timing = nil
         }
-        guard force || timingAskedMs.map({ now - $0 >= StreamTuning.timingEveryMs }) ?? true else { return }
+        let idle = pa_stream_get_timing_info(s).map { $0.pointee.playing == 0 } ?? true
+        guard force || idle || timingAskedMs.map({ now - $0 >= StreamTuning.timingEveryMs }) ?? true else { return }
         timingAskedMs = now
         timing = pa_stream_update_timing_info(s, nil, nil)
     }

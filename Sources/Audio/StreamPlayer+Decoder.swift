@@ -70,7 +70,8 @@ extension StreamPlayer {
             onOutputLost: { [self] reason in outputLost(reason, generation: c.generation) })
         input.burst = output
         while !c.ring.isCancelled {
-            guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
+            // Native FLAC for both: the input unwraps Ogg pages itself (`OggPage.flacBody`).
+            guard let decoder = FLACDecoder(container: .native,
                                             read: { buf in input.read(into: buf) },
                                             frame: { f in output.write(f, arrivalMs: input.arrivalMs, skippedSamples: input.takeSkippedSamples()) },
                                             corruption: { [stats] in stats.lostSync() }) else {

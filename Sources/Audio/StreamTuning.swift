@@ -96,6 +96,7 @@ enum StreamTuning {
     /// as no page comes on time.
     static let originCreep = 0.0002
     /// Weight of each new delay sample: steady against libpulse's interpolation and the 100 ms
-    /// pieces vs. how quickly a real change (an underrun) shows.
+    /// pieces vs. how quickly a real fall shows (a rise beyond `HeardDelayEstimator.wholeRiseMs`, an underrun, is
+    /// taken whole).
     static let delaySmoothing = 0.2
 }

@@ -157,7 +157,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     private let webOpeners = WebOpener.ways()
 
     /// The moment as the reducer is told it: the clock, and the stream's measured delay.
-    private var now: Moment { Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0) }
+    private var now: Moment {
+        let us = monotonicUs(), ms = Int(us / 1000)
+        guard let f = stream?.currentFigures else { return Moment(nowUs: us) }
+        return Moment(nowUs: us, streamDelayMs: f.localDelayMs(atMs: ms), streamStarvedMs: f.starvedMs(atMs: ms))
+    }
 
     // MARK: - Mopidy calls (on "mopidy-rpc")
 
@@ -187,6 +191,8 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             return .synced(s)
         case .refreshNeighbours:
             return .neighbours(next: try client.nextTlid(), previous: try client.previousTlid())
+        case .refreshMixer:
+            return .mixer(volume: try client.volume(), muted: try client.mute())
         case .refreshOptions:
             return .options(repeatOn: try client.option("repeat"), single: try client.option("single"),
                             random: try client.option("random"))

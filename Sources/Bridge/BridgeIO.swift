@@ -14,11 +14,14 @@ public struct Moment: Sendable, Equatable {
     /// How far what this computer plays lags the stream's live edge (StreamPlayer's measure of
     /// the sound server and its own buffers), ms; 0 when it is not playing.
     public var streamDelayMs: Int
+    /// How long of that the sound output has had nothing to play (a stall), ms; 0 while audio flows.
+    public var streamStarvedMs: Int
     public var nowMs: Int { Int(nowUs / 1000) }
 
-    public init(nowUs: Int64, streamDelayMs: Int = 0) {
+    public init(nowUs: Int64, streamDelayMs: Int = 0, streamStarvedMs: Int = 0) {
         self.nowUs = nowUs
         self.streamDelayMs = streamDelayMs
+        self.streamStarvedMs = streamStarvedMs
     }
 }
 
@@ -56,7 +59,7 @@ public enum Input: Sendable {
 public enum MopidyCall: Equatable, Sendable {
     /// The whole state; `generation` tells its answer from an older fetch's.
     case resync(generation: Int)
-    case refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists
+    case refreshNeighbours, refreshOptions, refreshTracklist, refreshPlaylists, refreshMixer
     case play, resume, pause, stop, next, previous
     case seek(ms: Int)
     case setVolume(Int)
@@ -72,7 +75,7 @@ public enum MopidyCall: Equatable, Sendable {
     /// Asked for by a user's command (not by the bridge's own bookkeeping).
     var isCommand: Bool {
         switch self {
-        case .resync, .refreshNeighbours, .refreshOptions, .refreshTracklist, .refreshPlaylists: return false
+        case .resync, .refreshNeighbours, .refreshOptions, .refreshTracklist, .refreshPlaylists, .refreshMixer: return false
         default: return true
         }
     }
@@ -106,6 +109,7 @@ public enum MopidyCall: Equatable, Sendable {
         case .refreshOptions: return "options"
         case .refreshTracklist: return "tracklist"
         case .refreshPlaylists: return "playlists"
+        case .refreshMixer: return "mixer"
         case .addTrack(let uri, _, _): return "add \(uri)"
         case .removeTrack: return "remove"
         case .goTo: return "go to"
@@ -129,6 +133,7 @@ public enum Reply: Sendable {
     case synced(Snapshot)
     case neighbours(next: Int?, previous: Int?)
     case options(repeatOn: Bool, single: Bool, random: Bool)
+    case mixer(volume: Int?, muted: Bool)
     /// The tracklist around the current track (see `ServerState.tracklist`).
     case tracklist([TlTrack])
     case playlists([PlaylistInfo])

@@ -15,10 +15,12 @@ extension BridgeState {
             // its way: Play while playing is no change), and a paused or stopped house is resumed
             // or started.
             if hasStream && !local.streamActive { fx.append(.stream(.play)) }
-            if server.connected && server.state != .playing {
+            // The house as Mopidy last said it: a pause from elsewhere still held back counts.
+            let house = houseStateNewest
+            if server.connected && house != .playing {
                 // The house starting again because of this Play is shown at once, like Next.
-                userAskedAtMs = m.nowMs
-                call(server.state == .paused ? .resume : .play, &fx)
+                userAsks(m)
+                call(house == .paused ? .resume : .play, &fx)
             }
         case .pause:
             if hasStream { fx.append(.stream(.pause)) }
@@ -32,7 +34,7 @@ extension BridgeState {
             }
             if serverControl { call(.stop, &fx) }
         case .next, .previous:
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(c == .next ? .next : .previous, &fx)
         case .setPosition(let us):
             // The track id was checked against the track heard here; while the server's next
@@ -43,7 +45,7 @@ extension BridgeState {
             }
             call(.seek(ms: Int(us / 1000)), &fx)
         case .openURI(let uri):
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(.open(uri: uri), &fx)
             if hasStream { fx.append(.stream(.play)) }
         case .setVolume(let v):
@@ -61,12 +63,12 @@ extension BridgeState {
         case .raise: fx.append(.openWebInterface)
         case .quit: fx.append(.quit)
         case .addTrack(let uri, let after, let play):
-            if play { userAskedAtMs = m.nowMs }
+            if play { userAsks(m) }
             call(.addTrack(uri: uri, afterTlid: after, play: play), &fx)
         case .removeTrack(let tlid):
             call(.removeTrack(tlid: tlid), &fx)
         case .goTo(let tlid):
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(.goTo(tlid: tlid), &fx)
         case .wantCovers(let tlids):
             let tracks = server.tracklist.filter { tlids.contains($0.tlid) }.map(\.track)
@@ -77,9 +79,16 @@ extension BridgeState {
             fx.append(.fetchCovers(tracks))
         case .activatePlaylist(let uri):
             // With control = local too: replacing what the house plays is what was asked for.
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(.activatePlaylist(uri: uri), &fx)
         }
+    }
+
+    /// A command here that starts a track: the start it causes is shown at once (`route`).
+    mutating func userAsks(_ m: Moment) {
+        let open = userAskedAtMs.map { m.nowMs.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
+        userAskedStarts = open ? min(userAskedStarts + 1, BridgeTuning.maxUserStarts) : 1
+        userAskedAtMs = m.nowMs
     }
 
     /// A command's call to Mopidy: while it is unreachable, ignored with a log line; while too
@@ -120,15 +129,15 @@ extension BridgeState {
         }
         config = new
         local.volumeMode = new.volume
-        // A change the stream sees reconnects it, and so does a reload while it is failed (the
-        // server may have been fixed); not, say, a new server_delay_ms while it plays.
+        // A change the stream sees reconnects it (keep_warm alone applies as it is); a reload
+        // while it is failed tries again at once (the server may have been fixed); not, say, a
+        // new server_delay_ms while it plays.
         if let old = streamConfig, let next = streamConfig(of: link.route) {
-            var failed = false
-            if case .failed? = local.stream { failed = true }
-            if next != old || failed {
+            if next != old {
                 streamConfig = next
                 fx.append(.stream(.configure(next)))
             }
+            if case .failed? = local.stream { fx.append(.stream(.retryNow)) }
         }
         fx.append(.log(.info, "configuration reloaded: \(new)"))
     }

@@ -66,7 +66,9 @@ extension BridgeState {
         case .disconnected:
             guard before != .disconnected else { return }
             fx.append(.log(.info, "network: none (NetworkManager); retrying when it is back"))
-            if hasStream { fx.append(.stream(.hold(true))) }
+            // A connection kept warm after a pause is likely dead with the network: Play connects
+            // afresh rather than wait out its stall.
+            if hasStream { fx.append(contentsOf: [.stream(.hold(true)), .stream(.endWarm)]) }
             fx.append(.events(.hold(true)))
             link.due = .nothing
         case .unknown:

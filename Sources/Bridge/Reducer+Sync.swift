@@ -36,6 +36,7 @@ extension BridgeState {
         switch r {
         case .neighbours: fx.append(.call(.refreshNeighbours))
         case .options: fx.append(.call(.refreshOptions))
+        case .mixer: fx.append(.call(.refreshMixer))
         case .tracklist: fx.append(.call(.refreshTracklist))
         case .playlists: fx.append(.call(.refreshPlaylists))
         }

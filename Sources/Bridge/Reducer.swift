@@ -14,8 +14,13 @@ extension BridgeState {
         // Deadlines are kept on every input, not only on `.due`: a steady flow of inputs (a burst
         // of events) must not starve them.
         if let at = resyncAtMs, at <= m.nowMs {
-            resyncAtMs = nil
-            if eventsConnected && !syncing { resync(&fx) }
+            // A fetch shows the house as it is now: it waits for what is still held to be heard.
+            if !held.isEmpty {
+                resyncAtMs = max(lastDueMs, m.nowMs.adding(saturating: 1))
+            } else {
+                resyncAtMs = nil
+                if eventsConnected && !syncing { resync(&fx) }
+            }
         }
         if let at = tracklistAtMs, at <= m.nowMs {
             tracklistAtMs = nil
@@ -130,8 +135,14 @@ extension BridgeState {
             seekedEvent = true
         case .volumeChanged(let v):
             server.volume = v
+            // Mopidy says its volume at every start of its pipeline, and a start right after
+            // another can drop a mute without saying so (Mopidy 3.4 with the software mixer:
+            // stop, mute, play, play): the mixer is read again.
+            refresh(.mixer, &fx)
         case .muteChanged(let on):
             server.muted = on
+            // A reading under way may be older than this.
+            if refreshing.contains(.mixer) { refreshAgain.insert(.mixer) }
         case .optionsChanged:
             refresh(.options, &fx)
             refresh(.neighbours, &fx)
@@ -209,6 +220,13 @@ extension BridgeState {
         case .options(let r, let single, let random):
             server.repeatOn = r; server.single = single; server.random = random
             refreshed(.options, &fx)
+        case .mixer(let volume, let muted):
+            // A reading older than a mixer event since counts not: the next one is asked for.
+            if !refreshAgain.contains(.mixer) {
+                server.volume = volume
+                server.muted = muted
+            }
+            refreshed(.mixer, &fx)
         case .tracklist(let list):
             server.tracklist = list
             refreshed(.tracklist, &fx)
@@ -244,6 +262,7 @@ extension BridgeState {
                 if eventsConnected { resyncAtMs = m.nowMs.adding(saturating: BridgeTuning.resyncRetryMs) }
             case .refreshNeighbours: refreshed(.neighbours, &fx)
             case .refreshOptions: refreshed(.options, &fx)
+            case .refreshMixer: refreshed(.mixer, &fx)
             case .refreshTracklist: refreshed(.tracklist, &fx)
             case .refreshPlaylists: refreshed(.playlists, &fx)
             default: break

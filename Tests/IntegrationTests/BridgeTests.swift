@@ -191,6 +191,9 @@ final class BridgeTests: DaemonTestCase {
         let bus = Process()
         bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
         bus.arguments = ["--session", "--nofork", "--nopidfile", "--address=\(address)"]
+        // Never the test's output: a daemon left holding it would keep `swift test` waiting.
+        bus.standardOutput = FileHandle.nullDevice
+        bus.standardError = FileHandle.nullDevice
         try bus.run()
         defer { if bus.isRunning { bus.terminate() } }
         XCTAssertTrue(waitUntil(5) { FileManager.default.fileExists(atPath: dir.path + "/socket") })

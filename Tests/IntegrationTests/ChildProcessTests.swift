@@ -130,6 +130,7 @@ final class ChildProcessTests: XCTestCase {
                        "--stream-url", rig.info.stream_url, "--sink", rig.info.sink, "--autoplay",
                        "--password-command", password]
         p.environment = env
+        p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         daemon = p

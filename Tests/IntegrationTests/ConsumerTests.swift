@@ -208,6 +208,8 @@ final class ConsumerTests: DaemonTestCase {
         let daemonProcess = Process()
         daemonProcess.executableURL = URL(fileURLWithPath: "/usr/bin/playerctld")
         daemonProcess.environment = rig.clientEnvironment
+        daemonProcess.standardOutput = FileHandle.nullDevice
+        daemonProcess.standardError = FileHandle.nullDevice
         try daemonProcess.run()
         extra.append { daemonProcess.terminate(); daemonProcess.waitUntilExit() }
         XCTAssertTrue(waitUntil(5) { client.owner(of: "org.mpris.MediaPlayer2.playerctld") != nil }, "playerctld did not start")

@@ -103,6 +103,10 @@ final class InstallTests: XCTestCase {
         env["XDG_CONFIG_HOME"] = root.appendingPathComponent("config").path
         env["GROOVE_PASSWORD"] = rig.info.password
         daemon.environment = env
+        // Never the test's output (nor the bridge's it starts): a process left holding it would
+        // keep `swift test` waiting.
+        daemon.standardOutput = FileHandle.nullDevice
+        daemon.standardError = FileHandle.nullDevice
         try daemon.run()
         defer { daemon.terminate(); daemon.waitUntilExit() }
         let address = "unix:path=\(busDir.path)/socket"

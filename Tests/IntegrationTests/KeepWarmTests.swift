@@ -63,17 +63,18 @@ class KeepWarmTestCase: StreamAudioTestCase {
         XCTAssertLessThan(recorder.rms(samples), 0.001, "\(what): heard while paused", file: file, line: line)
     }
 
-    /// When sound was first heard after `playUs` (the first 10 ms with a signal), as a figure;
-    /// the music must be one of the rig's tones (whichever track it is by then).
-    func firstAudio(after playUs: Int64, _ what: String) throws -> Double {
+    /// Asserts that one of the rig's tones (whichever track it is by then) is heard after Play,
+    /// and prints when sound was first heard after `playUs` (the first 10 ms with a signal) as a
+    /// figure for BENCHMARKS.md: a figure only, as a recorder starved on a loaded machine can
+    /// leave its onset unplaced.
+    func firstAudio(after playUs: Int64, _ what: String) throws {
         XCTAssertTrue(waitUntil(8) { recorder.recentTone(ms: 200, candidates: tones) != nil }, "\(what): no tone after Play")
         var i = max(0, recorder.index(atTime: playUs) - Recorder.rate / 10)
         while i < recorder.count, recorder.time(ofSample: i) < playUs { i += 44 }
         while i + 441 <= recorder.count, recorder.rms(recorder.window(i, 441)) < 0.01 { i += 441 }
-        XCTAssertLessThan(i + 441, recorder.count, "\(what): no sound after Play")
+        guard i + 441 < recorder.count else { return print("\(what): Play → first audio: its onset not found in the recording") }
         let ms = Double(recorder.time(ofSample: i) - playUs) / 1000
         print(String(format: "%@: Play → first audio %.0f ms", what, ms))
-        return ms
     }
 
     func playWithinKeepWarmResumesOnTheSameConnectionAndNothingIsHeardWhilePaused() throws {
@@ -82,6 +83,10 @@ class KeepWarmTestCase: StreamAudioTestCase {
         let log = StatusLog()
         let p = player(url, configure: { $0.keepWarmSeconds = 30 }, log: log)
         _ = try playUntilHeard(p, "first play")
+        // From the connection that plays on: an attempt before it (Icecast's mount not live yet,
+        // a 404) is the link's too.
+        let opened = try linkEvents(name, "open", since: since).count
+        let closed = try linkEvents(name, "close", since: since)
         for round in 1...2 {
             let pausedAt = monotonicUs()
             p.pause()
@@ -97,7 +102,7 @@ class KeepWarmTestCase: StreamAudioTestCase {
             XCTAssertEqual(p.currentStatus, .paused)
             let playAt = monotonicUs()
             p.play()
-            _ = try firstAudio(after: playAt, "warm, round \(round)")
+            try firstAudio(after: playAt, "warm, round \(round)")
             XCTAssertTrue(waitUntil(3) { p.currentStatus == .playing }, "\(p.currentStatus)")
             // And it goes on: 2 s on, music still (no stall after what was held).
             XCTAssertTrue(waitUntil(5) { Double(monotonicUs() - playAt) > 2_000_000 })
@@ -109,10 +114,10 @@ class KeepWarmTestCase: StreamAudioTestCase {
         usleep(150_000)  // the pause's length, not a wait for an event
         let soonAt = monotonicUs()
         p.play()
-        _ = try firstAudio(after: soonAt, "warm, 150 ms after the pause")
+        try firstAudio(after: soonAt, "warm, 150 ms after the pause")
         XCTAssertTrue(waitUntil(3) { p.currentStatus == .playing }, "\(p.currentStatus)")
-        XCTAssertEqual(try linkEvents(name, "open", since: since).count, 1, "a new connection for a warm Play")
-        XCTAssertEqual(try linkEvents(name, "close", since: since), [], "the connection closed")
+        XCTAssertEqual(try linkEvents(name, "open", since: since).count, opened, "a new connection for a warm Play")
+        XCTAssertEqual(try linkEvents(name, "close", since: since), closed, "the connection closed")
         // Each resume said .buffering, then .playing, after the .paused of its pause.
         let tail = log.all.drop { $0 != .paused }
         XCTAssertEqual(Array(tail), Array(repeating: [StreamStatus.paused, .buffering, .playing], count: 3).flatMap { $0 }, "\(log.all)")
@@ -139,7 +144,7 @@ final class KeepWarmTests: KeepWarmTestCase {
         assertSilent(sincePauseAt: Int64(pausedAt * 1_000_000), "kept, then closed")
         let playAt = monotonicUs()
         p.play()
-        _ = try firstAudio(after: playAt, "after keep_warm, a new connection")
+        try firstAudio(after: playAt, "after keep_warm, a new connection")
         XCTAssertEqual(try linkEvents(name, "open", since: since).count, 2, "Play after keep_warm connects again")
     }
 
@@ -151,7 +156,7 @@ final class KeepWarmTests: KeepWarmTestCase {
         print(String(format: "keep_warm = 0: closed %.3f s after the pause", closedAtPause - pausedAt))
         let playAt = monotonicUs()
         cold.play()
-        _ = try firstAudio(after: playAt, "keep_warm = 0, a new connection")
+        try firstAudio(after: playAt, "keep_warm = 0, a new connection")
         XCTAssertEqual(try linkEvents(name, "open", since: since).count, 2)
         cold.stop()
         _ = try closes(name, since: since, count: 2, within: 5, "Stop did not close")

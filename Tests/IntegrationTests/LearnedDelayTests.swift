@@ -104,11 +104,17 @@ extension DaemonTestCase {
         defer { stream.stop() }
         XCTAssertTrue(waitUntil(5) { learnedFrom() != nil }, "no server_delay_learned_from in \(status())")
 
-        var changes: [(us: Int64, title: String, learnedBefore: Int, delayBefore: Int)] = []
+        /// The stream's own part of the heard delay (the sound output's, less the server's).
+        func streamPart(_ o: [String: Any]) -> Int? {
+            guard let h = o["heard_delay_ms"] as? Int, let s = o["server_delay_ms"] as? Int else { return nil }
+            return h - s
+        }
+        var changes: [(us: Int64, title: String, learnedBefore: Int, delayBefore: Int, streamBefore: Int?)] = []
         for i in 0..<8 {
             let title = try rig.currentTitle() ?? ""
             let learned = try XCTUnwrap(learnedFrom())
-            let delay = statusObject()["server_delay_ms"] as? Int ?? -1
+            let before = statusObject()
+            let delay = before["server_delay_ms"] as? Int ?? -1
             let begin = monotonicUs()
             if i % 2 == 0 {
                 try rig.rpc("core.playback.next")
@@ -130,16 +136,18 @@ extension DaemonTestCase {
                 XCTFail("change \(i): no track_playback_started")
                 continue
             }
-            changes.append((start.us, tl.track.name ?? "", learned.clear, delay))
+            changes.append((start.us, tl.track.name ?? "", learned.clear, delay, streamPart(before)))
             // The bridge looked for this change in the music and answered: the next may come.
             XCTAssertTrue(waitUntil(15) { (learnedFrom()?.looked ?? 0) > learned.looked }, "change \(i) was not looked for")
             XCTAssertTrue(waitUntil(5) { titles.first(tl.track.name ?? "", fromUs: start.us - 100_000) != nil },
                           "change \(i): no title signalled")
         }
+        // Each change's stream part once it was heard: the next change's before, or now.
+        let streamAfter = changes.dropFirst().map(\.streamBefore) + [streamPart(statusObject())]
         var report: [String] = []
         var judged = 0
         var outliers: [Int] = []
-        for c in changes {
+        for (c, after) in zip(changes, streamAfter) {
             guard let freq = rig.track(titled: c.title)?.freq else { XCTFail("unknown title \(c.title)"); continue }
             let heard = rec.firstHeard(freq, candidates: tones, fromUs: c.us)
             let signal = titles.first(c.title, fromUs: c.us - 100_000)
@@ -148,10 +156,13 @@ extension DaemonTestCase {
                 continue
             }
             let off = Int((signal - heard) / 1000)
-            report.append("\(off) (delay \(c.delayBefore), from \(c.learnedBefore))")
+            // How much the stream's delay grew over the change: its sound output ran dry (a stall
+            // of the server or of this loaded machine) after the title was timed.
+            let grown = max(0, (after ?? 0) - (c.streamBefore ?? 0))
+            report.append("\(off) (delay \(c.delayBefore), from \(c.learnedBefore)\(grown > 50 ? ", stream +\(grown)" : ""))")
             if c.learnedBefore >= 2 {
                 judged += 1
-                if abs(off) > 250 { outliers.append(off) }
+                if off > 250 || off < -250 - grown { outliers.append(off) }
                 XCTAssertLessThanOrEqual(abs(off), 1000, "the title \(off) ms from the music, learned from \(c.learnedBefore)")
             }
         }
@@ -159,11 +170,10 @@ extension DaemonTestCase {
         print("heard-now learned (encoder +\(encoderDelayMs) ms, \(sound.kind)): title − heard per change, ms: \(report); "
               + "server_delay_ms \(statusObject()["server_delay_ms"] ?? "?"), learned from \(String(describing: final))")
         XCTAssertGreaterThanOrEqual(judged, 5, "fewer than 5 changes came after two clear ones: \(report)")
-        // One change in about forty of the clean-clone runs came 0.7 s late: the stream's own
-        // measure of its delay read ~0.65 s high for that change, right after another client's
-        // seek near a track's end (not the learned part: it was 444 ms). Until that is found,
-        // one such change is allowed per run; more is a failure, and each is printed.
-        XCTAssertLessThanOrEqual(outliers.count, 1, "titles more than 250 ms from the music: \(outliers) in \(report)")
+        // No title is more than 250 ms late. One comes early by as much as the stream's delay grew
+        // after it was timed (a stall no measure foresees: HeardDelayUnderrunTests checks the
+        // measure through one), which the report shows as "stream +N".
+        XCTAssertEqual(outliers, [], "titles more than 250 ms from the music: \(outliers) in \(report)")
         if encoderDelayMs > 0 {
             XCTAssertNotNil(statusObject()["server_delay_changed"] as? String, "status says not when it changed: \(status())")
         }

@@ -12,6 +12,12 @@ final class MopidyFaultTests: XCTestCase {
     nonisolated(unsafe) static var port = 0
     var base: String { "http://127.0.0.1:\(Self.port)" }
 
+    override class func tearDown() {
+        server?.terminate()
+        server?.waitUntilExit()
+        server = nil
+    }
+
     override func setUpWithError() throws {
         if Self.server == nil {
             let p = Process()
@@ -19,6 +25,7 @@ final class MopidyFaultTests: XCTestCase {
             p.arguments = ["python3", Rig.projectRoot.appendingPathComponent("Tests/Fixtures/fake_mopidy.py").path]
             let out = Pipe()
             p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
             try p.run()
             Self.port = Int(LineReader(out.fileHandleForReading).readLine(timeout: 10) ?? "") ?? 0
             Self.server = p

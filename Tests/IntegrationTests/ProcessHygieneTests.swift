@@ -28,6 +28,7 @@ final class ProcessHygieneTests: XCTestCase {
         p.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", BridgeTests.binary.path,
                        "--host", "127.0.0.1", "--password-command", "sleep 3; echo pw"]
         p.environment = busless
+        p.standardOutput = FileHandle.nullDevice
         p.standardError = FileHandle.nullDevice
         try p.run()
         defer { if p.isRunning { p.terminate() }; p.waitUntilExit() }

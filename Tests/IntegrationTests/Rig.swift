@@ -199,8 +199,11 @@ final class Rig: @unchecked Sendable {
         return Int64(((reply?["live_at"] as? Double) ?? 0) * 1_000_000)
     }
 
-    func signal(_ service: String, _ sig: String) throws {
-        try command(["cmd": "signal", "name": service, "signal": sig])
+    /// Sends `sig` to the rig's `service`; its pid.
+    @discardableResult
+    func signal(_ service: String, _ sig: String) throws -> Int32? {
+        let reply = try command(["cmd": "signal", "name": service, "signal": sig]) as? [String: Any]
+        return (reply?["pid"] as? Int).map { Int32(truncatingIfNeeded: $0) }
     }
 
     /// The environment for a client of the rig's bus and sound server.
@@ -321,7 +324,12 @@ func runCommand(_ argv: [String], env: [String: String]? = nil, stdin: String? =
     DispatchQueue.global().async { c.err = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
     if group.wait(timeout: .now() + timeout) == .timedOut {
         p.terminate()
-        group.wait()
+        // Something it started may still hold its output: the wait ends either way.
+        if group.wait(timeout: .now() + 5) == .timedOut {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            return (p.terminationStatus, "", "(its output is still held open by a process it started)", [])
+        }
     }
     p.waitUntilExit()
     let outData = c.out, errData = c.err

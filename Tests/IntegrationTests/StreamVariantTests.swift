@@ -24,6 +24,7 @@ final class StreamVariantTests: XCTestCase {
 
     override class func tearDown() {
         server?.terminate()
+        server?.waitUntilExit()
         try? FileManager.default.removeItem(at: dir)
     }
 
@@ -36,6 +37,7 @@ final class StreamVariantTests: XCTestCase {
             p.arguments = ["python3", Rig.projectRoot.appendingPathComponent("Tests/Fixtures/stream_server.py").path, Self.dir.path]
             let out = Pipe()
             p.standardOutput = out
+            p.standardError = FileHandle.nullDevice
             try p.run()
             let line = LineReader(out.fileHandleForReading).readLine(timeout: 10)
             Self.port = Int(line ?? "") ?? 0

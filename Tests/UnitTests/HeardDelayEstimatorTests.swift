@@ -141,13 +141,31 @@ final class HeardDelayEstimatorTests: XCTestCase {
         }
     }
 
-    func testSmoothingMovesAFifthOfTheWay() {
+    /// Falls and small rises move a fifth of the way; a rise of more than `wholeRiseMs` is taken
+    /// whole.
+    func testSmoothingMovesAFifthOfTheWayButForALargeRise() {
         var e = HeardDelayEstimator()
         XCTAssertNil(e.delayMs(nowMs: 0, soundServerMs: 500, unwrittenMs: 0, heldMs: 0), "no frame yet")
         e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: 1100)
         XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 0, heldMs: 0), 500)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 1500, unwrittenMs: 0, heldMs: 0), 700)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 100, heldMs: 200), 720)
+        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 550, unwrittenMs: 0, heldMs: 0), 510)
+        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 400, unwrittenMs: 0, heldMs: 0), 488)
+        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 100, heldMs: 300), 900)
+        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 0, heldMs: 0), 820)
+    }
+
+    /// Issue #27: after a stall that ran the sink dry the delay is larger by what was lost, and
+    /// the estimate, smoothed as the bridge smooths it, says so at the first sample after it:
+    /// never below the truth, so no title is shown before its music.
+    func testAStallIsCountedAtOnceWhenSmoothed() {
+        let stall = 5000..<7000
+        var l = Listener(smoothing: StreamTuning.delaySmoothing, originMs: -2000) { k in
+            let onTime = -2000 + (k + 1) * 100
+            return stall.contains(onTime) ? stall.upperBound : max(1000, onTime)
+        }
+        l.run(untilMs: 15_000)
+        XCTAssertGreaterThan(l.lostMs, 1000)
+        assertTracksTheTruth(l)
     }
 
     /// Audio ahead of its on-time arrival (the estimate's rounding) is not a negative delay.
@@ -155,5 +173,22 @@ final class HeardDelayEstimatorTests: XCTestCase {
         var e = HeardDelayEstimator()
         e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: 1100)
         XCTAssertEqual(e.delayMs(nowMs: 900, soundServerMs: 300, unwrittenMs: 0, heldMs: 0), 300)
+    }
+
+    /// Between measures the published delay stands, until the sound server's buffer at the last
+    /// one would have run dry: from then on nothing is heard and the delay grows with the clock.
+    func testTheFiguresDelayGrowsOnceTheOutputStarves() {
+        var f = StreamFigures()
+        XCTAssertEqual(f.localDelayMs(atMs: 5000), 0, "not playing")
+        f.localDelayMs = 900
+        f.bufferedMs = 300
+        f.delayMeasuredAtMs = 1000
+        XCTAssertEqual(f.starvedMs(atMs: 1300), 0)
+        XCTAssertEqual(f.localDelayMs(atMs: 1300), 900)
+        XCTAssertEqual(f.starvedMs(atMs: 2300), 1000)
+        XCTAssertEqual(f.localDelayMs(atMs: 2300), 1900)
+        XCTAssertEqual(f.localDelayMs(atMs: 900), 900, "a clock before the measure")
+        f.delayMeasuredAtMs = 1
+        XCTAssertEqual(f.localDelayMs(atMs: Int.max), Int.max, "saturates, never traps")
     }
 }

@@ -41,6 +41,15 @@ final class JoinBufferTests: XCTestCase {
         }
     }
 
+    /// Frames shorter than a millisecond (a stream of 32-sample blocks) count 0 ms each: what is
+    /// held stays bounded by its bytes all the same (twice the keep, in whole frames).
+    func testFramesUnderAMillisecondStayBounded() {
+        var j = JoinBuffer(keepMs: 500, startedMs: 0)
+        let block = [UInt8](repeating: 0, count: 32 * cd.sinkBytesPerFrame)
+        for _ in 0..<100_000 { j.add(block, format: cd, ms: cd.milliseconds(frames: 32)) }
+        XCTAssertLessThanOrEqual(drain(&j).reduce(0) { $0 + $1.count }, 2 * cd.sinkBytes(milliseconds: 500) + block.count)
+    }
+
     func testLessThanTheKeepIsAllKeptAndNotFull() {
         var j = joined(keepMs: 500, frames: 3)
         XCTAssertFalse(j.isFull)

@@ -88,7 +88,7 @@ final class LinkReducerTests: XCTestCase {
         r.feed(.eventsDisconnected(reason: FailureReason("refused")))
         _ = r.take()
         r.feed(.network(.disconnected))
-        XCTAssertEqual(r.take(), ["stream hold(true)", "events hold(true)"])
+        XCTAssertEqual(r.take(), ["stream hold(true)", "stream endWarm", "events hold(true)"])
         r.feed(.network(.disconnected))
         XCTAssertEqual(r.take(), [])
         r.feed(.network(.connected))

@@ -105,9 +105,16 @@ final class WalkInvariants {
         if !differing.isEmpty {
             return "Get differs from the last signal: " + differing.map { "\($0): Get \(answer[$0]!) vs signalled \(signalled[$0].map { "\($0)" } ?? "nothing")" }.joined(separator: "; ")
         }
-        // (b) Paused or Stopped: nothing of this bridge heard, 0.5 s on.
+        // (b) Paused or Stopped: nothing of this bridge heard, 0.5 s on. Music that starts again
+        // (the house resumed) may lead the Playing it is shown with by as much as a title may
+        // lead its music, 250 ms: that long (and the signal's way here) is waited for.
         if status != "Playing", let loud = heardTone(fromUs: max(statusSinceUs + 500_000, now - 1_500_000), toUs: monotonicUs()) {
-            return "\(status) for \((monotonicUs() - statusSinceUs) / 1000) ms, yet the music plays (\(loud))"
+            let by = loud.atUs + 250_000
+            while monotonicUs() < by + 300_000 { usleep(20_000) }
+            try checkTitlesNotAhead(absorbSignals()).map { throw Rig.RigError(message: $0) }
+            if !(status == "Playing" && statusSinceUs <= by) {
+                return "\(status) for \((monotonicUs() - statusSinceUs) / 1000) ms, yet the music plays (\(loud.text))"
+            }
         }
         // (f) The output lost with `pause`: at most the other output's first block (2 × 10 ms).
         if world.sinkRemovedUs > lastSinkRemovalChecked, world.onOutputLost == "pause" {
@@ -128,7 +135,7 @@ final class WalkInvariants {
     }
 
     /// A rig tone in [from, to] on any recorder, as "<Hz> at +<ms>", or nil for silence.
-    private func heardTone(fromUs: Int64, toUs: Int64, except: Int? = nil) -> String? {
+    private func heardTone(fromUs: Int64, toUs: Int64, except: Int? = nil) -> (text: String, atUs: Int64)? {
         guard toUs - fromUs >= 50_000 else { return nil }
         for r in recorders {
             var i = r.index(atTime: fromUs - 2_000_000)
@@ -137,7 +144,7 @@ final class WalkInvariants {
             while i + w <= end {
                 let t = r.time(ofSample: i)
                 if t >= fromUs, let f = Tone.dominant(r.window(i, w), rate: Recorder.rate, candidates: tones), f != except {
-                    return "\(f) Hz at +\((t - fromUs) / 1000) ms"
+                    return ("\(f) Hz at +\((t - fromUs) / 1000) ms", t)
                 }
                 i += w / 2
             }
@@ -163,7 +170,7 @@ final class WalkInvariants {
             }
             guard let h = heardAt, h > s.us + 250_000 else { continue }
             if let old = heardTone(fromUs: s.us + 250_000, toUs: h - 25_000, except: tone) {
-                return "title '\(title)' published at \(s.us / 1000) ms, \((h - s.us) / 1000) ms before its music; the old track still heard (\(old))"
+                return "title '\(title)' published at \(s.us / 1000) ms, \((h - s.us) / 1000) ms before its music; the old track still heard (\(old.text))"
             }
         }
         return nil

@@ -61,7 +61,9 @@ class WalkTestCase: DaemonTestCase {
         let world = try WalkWorld(rig: rig, sound: sound, client: client, system: system, walkSink: walkSink,
                                   configFile: configFile, daemonPid: { [unowned self] in daemon.processIdentifier })
         defer { world.close() }
-        try startDaemon()
+        // GROOVE_WALK_LOG=debug: the bridge logs at debug level (what a failure prints).
+        let debug = Self.environment["GROOVE_WALK_LOG"] == "debug"
+        try startDaemon(debug ? ["--verbose"] : [])
         defer {
             stopDaemon()
             world.mend()
@@ -105,7 +107,7 @@ class WalkTestCase: DaemonTestCase {
                 if verbose || explain || Self.environment["GROOVE_WALK_LOG"] != nil {
                     let signals = watcher.all.map { "  \($0.us / 1000) \($0.member) \($0.args.dropFirst().first.map { "\($0)" } ?? "")" }
                     print("walk: signals:\n" + signals.suffix(30).joined(separator: "\n"))
-                    print("walk: the bridge's log:\n" + daemonLog().split(separator: "\n").suffix(40).joined(separator: "\n"))
+                    print("walk: the bridge's log:\n" + daemonLog().split(separator: "\n").suffix(debug ? 150 : 40).joined(separator: "\n"))
                     let mopidy = (try? String(contentsOfFile: "\(rig.info.dir)/logs/mopidy.log", encoding: .utf8)) ?? ""
                     print("walk: Mopidy's log ends:\n" + mopidy.split(separator: "\n").suffix(15).joined(separator: "\n"))
                 }
