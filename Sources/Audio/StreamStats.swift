@@ -34,12 +34,26 @@ final class StreamStats: Sendable {
     func joined(skippedMs: Int) { figures.withLock { $0.skippedAtJoinMs = skippedMs } }
 
     func output(bufferedMs: Int, delayMs: Int, atMs: Int = monotonicMs()) {
-        figures.withLock {
+        let beforeMs = figures.withLock {
+            let before = $0.localDelayMs
             $0.bufferedMs = bufferedMs
             $0.localDelayMs = delayMs
             $0.delayMeasuredAtMs = atMs
+            return before
+        }
+        if delayMs > 0, beforeMs.subtracting(saturating: delayMs) > StreamTuning.delayFallToldMs,
+           let told = fallObserver.withLock({ $0 }) {
+            told(beforeMs, delayMs)
         }
     }
+
+    /// Told (on the decoder thread) when the delay measure falls by more than
+    /// `StreamTuning.delayFallToldMs` at once (`fromMs`, `toMs`): a drop towards live. Whoever
+    /// times changes by the delay looks again at once instead of at its next input.
+    func onDelayFall(_ observer: (@Sendable (_ fromMs: Int, _ toMs: Int) -> Void)?) {
+        fallObserver.withLock { $0 = observer }
+    }
+    private let fallObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
 
     /// Nothing plays any more: nothing is buffered and nothing is late.
     func outputStopped() {

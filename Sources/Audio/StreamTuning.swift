@@ -88,6 +88,11 @@ enum StreamTuning {
     /// How long every frame must have waited in the input before a drop starts: a busy CPU's
     /// moment or one late page drops nothing vs. how soon after a burst the way back may start.
     static let cushionWindowMs = 2000
+    /// A fall of the heard delay by more than this at once (a drop) is told to the bridge at
+    /// once (`StreamPlayer.onDelayFall`): titles held for the delay follow the drop within a
+    /// write piece vs. a wake-up of the bridge for a smaller move, which its next input or
+    /// deadline also catches.
+    static let delayFallToldMs = 100
 
     // MARK: Heard delay
 
