@@ -93,6 +93,15 @@ enum StreamTuning {
     /// write piece vs. a wake-up of the bridge for a smaller move, which its next input or
     /// deadline also catches.
     static let delayFallToldMs = 100
+    /// The most a stall's backlog is kept as a cushion against the next (`CushionTarget`):
+    /// stalls up to about this long are heard once, not every time vs. how far behind the house
+    /// a bad link leaves this computer.
+    static let cushionCapMs = 2000
+    /// A link clean this long (no arrival gap beyond the sound server's buffer, no underrun) lets
+    /// the cushion go, and its backlog is dropped where the music allows: back near live within
+    /// a minute of the link healing, at the next track change or silence vs. a cushion let go
+    /// between two stalls of a link that stalls now and then.
+    static let cushionCleanMs = 30_000
 
     // MARK: Heard delay
 
