@@ -1,3 +1,4 @@
+import Glibc
 import Support
 
 /// The cushion kept on purpose (`CushionPolicy.extraMs`): how much of a stall's backlog the way
@@ -23,21 +24,39 @@ struct CushionTarget: Equatable {
     /// When the link last showed it needs the cushion, monotonic ms.
     private(set) var neededAtMs: Int? = nil
     private var lastArrivalMs: Int? = nil
+    /// The longest gap between reads on this link as it is, fading with time (`usualFadeMs`): a
+    /// stream whose Ogg pages hold most of a second of quiet audio comes that far apart, clean.
+    private(set) var usualGapMs = 0.0
+    /// The last gap between reads, ms (for the log).
+    private(set) var lastGapMs = 0
 
     init(capMs: Int = StreamTuning.cushionCapMs, cleanMs: Int = StreamTuning.cushionCleanMs,
          bufferMs: Int = StreamTuning.sinkBufferMs) {
         self.capMs = max(0, capMs)
         self.cleanMs = max(0, cleanMs)
         self.bufferMs = max(0, bufferMs)
+        usualGapMs = Double(self.bufferMs)
     }
 
-    /// Bytes of a decoded frame arrived at `arrivalMs` (the same for every frame of one read).
+    /// Bytes of a decoded frame arrived at `arrivalMs` (the same for every frame of one read):
+    /// a gap before them beyond the buffer, and beyond the link's usual longest gap by half the
+    /// buffer, is a stall.
     mutating func arrived(atMs arrivalMs: Int) {
         defer { lastArrivalMs = max(lastArrivalMs ?? arrivalMs, arrivalMs) }
         guard let last = lastArrivalMs else { return }
         let gap = arrivalMs.subtracting(saturating: last)
-        if gap > bufferMs { need(gap, atMs: arrivalMs) }
+        guard gap > 0 else { return }
+        lastGapMs = gap
+        if gap > bufferMs && Double(gap) > usualGapMs + Double(bufferMs / 2) { need(gap, atMs: arrivalMs) }
+        // Every gap counts in the rhythm: one that changes for good (another stream, the server's
+        // encoder) is learned at once, and a stall fades within the reads before the next.
+        usualGapMs = max(Double(gap), usualGapMs * exp(-Double(gap) / Self.usualFadeMs))
     }
+
+    /// The usual longest gap falls to 1/e of itself in this long: a stall's own gap is forgotten
+    /// before the next stall (a tenth of it in 7 s) vs. a link's own rhythm forgotten between two
+    /// of its long gaps (reads come at least every second).
+    static let usualFadeMs = 3000.0
 
     /// The output had nothing to play for `starvedMs` at `nowMs`, with `backlogMs` waiting in
     /// the input before the stall: a cushion of both would have ridden it out.
@@ -46,8 +65,12 @@ struct CushionTarget: Equatable {
         need(max(0, backlogMs).adding(saturating: starvedMs), atMs: nowMs)
     }
 
-    /// Also the start of a new connection: the gap before its first byte is no stall of the link.
-    mutating func reconnected() { lastArrivalMs = nil }
+    /// Also the start of a new connection: the gap before its first byte is no stall of the link,
+    /// and its rhythm is not known yet (taken as the buffer until its reads show it).
+    mutating func reconnected() {
+        lastArrivalMs = nil
+        usualGapMs = Double(bufferMs)
+    }
 
     /// The target at `nowMs`: 0 once the link has been clean for `cleanMs`.
     mutating func currentMs(nowMs: Int) -> Int {

@@ -17,6 +17,18 @@ final class CushionTargetTests: XCTestCase {
         XCTAssertNil(t.neededAtMs)
     }
 
+    /// A quiet stream whose pages hold a second of audio comes a second at a time on a clean
+    /// link: that rhythm is no stall (but for the first such gap); a stall of 1.5 s on top of it is.
+    func testALinkThatComesASecondAtATimeIsNoStall() {
+        var t = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
+        clean(&t, fromMs: 0, toMs: 5000, everyMs: 200)
+        clean(&t, fromMs: 5000, toMs: 60_000, everyMs: 1000)
+        XCTAssertEqual(t.currentMs(nowMs: 60_000), 0, "its first long gap was taken for a stall, 55 s ago")
+        XCTAssertEqual(t.usualGapMs, 1000)
+        t.arrived(atMs: 59_000 + 2500)
+        XCTAssertEqual(t.currentMs(nowMs: 61_500), 2000, "2.5 s with nothing, capped")
+    }
+
     /// Stalls of 1.5 s every 7.5 s: the first grows the cushion to the stall, before the next;
     /// it stays while they go on, and goes 30 s after the last.
     func testStallsGrowItAtTheFirstAndACleanLinkLetsItGo() {
@@ -35,6 +47,25 @@ final class CushionTargetTests: XCTestCase {
         XCTAssertGreaterThan(t.currentMs(nowMs: healed + 29_999), 0, "kept through 30 s less 1 ms of a clean link")
         t.arrived(atMs: healed + 30_000)
         XCTAssertEqual(t.currentMs(nowMs: healed + 30_000), 0, "let go after 30 s clean")
+    }
+
+    /// The rig's quiet tones come a page every 836 ms: each stall of 1.5 s every 7.5 s is seen,
+    /// not only the first (a stall's gap is forgotten with time, not with reads, of which there
+    /// are only nine between two stalls), and the cushion is kept for as long as they go on.
+    func testStallsOnALinkOfFewReadsAreEachSeen() {
+        var t = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
+        var now = 0
+        var seen: [Int] = []
+        for _ in 0..<8 {
+            clean(&t, fromMs: now, toMs: now + 6000, everyMs: 836)
+            let lastRead = now + 5852
+            now += 7500
+            let before = t.neededAtMs
+            t.arrived(atMs: now)
+            if t.neededAtMs != before { seen.append(now - lastRead) }
+        }
+        XCTAssertEqual(seen, Array(repeating: 1648, count: 8))
+        XCTAssertEqual(t.currentMs(nowMs: now + 29_999), 1648)
     }
 
     func testItNeverGrowsBeyondTheCapAndOnlyEverGrowsWhileNeeded() {
