@@ -30,7 +30,7 @@ final class StreamOutput: BurstWatcher {
     private var join: JoinBuffer
     private var delay = HeardDelayEstimator()
     private var boundaryWatch = BoundaryWatch()
-    private var cushion = CushionPolicy()
+    private var cushion: OutputCushion
     /// The heard delay before the drops since the last measure (for the log).
     private var delayBeforeDropMs = 0
     private let converter = PCMConverter()
@@ -58,6 +58,7 @@ final class StreamOutput: BurstWatcher {
         self.onPlaying = onPlaying
         self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
+        cushion = OutputCushion(learned: stats.cushionTarget)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         sink?.onOutputLost = onOutputLost
     }
@@ -75,6 +76,7 @@ final class StreamOutput: BurstWatcher {
         stats.decoded(samples: f.samples, format: f.format)
         let atMs = delay.decodedMs
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
+        cushion.arrived(atMs: arrivalMs)
         if let requests = settings.boundaries, requests.watching {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
                                   nowMs: monotonicMs(), answer: settings.onBoundary)
@@ -87,9 +89,7 @@ final class StreamOutput: BurstWatcher {
                 return !connection.ring.isCancelled
             }
             // Behind live (a stall's burst waits in the input): digital silence is dropped, not played.
-            let now = monotonicMs()
-            if cushion.drop(frameMs: f.format.milliseconds(frames: f.samples), waitedMs: now.subtracting(saturating: arrivalMs),
-                            silent: CushionPolicy.isSilent(f), nowMs: now) {
+            if cushion.drop(f, arrivalMs: arrivalMs, nowMs: monotonicMs()) {
                 delay.resumed()
                 return !connection.ring.isCancelled
             }
@@ -278,13 +278,15 @@ final class StreamOutput: BurstWatcher {
         let unwrittenMs = format.milliseconds(frames: sink.pendingBytes / format.sinkBytesPerFrame)
         guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: soundServerMs,
                                      unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
-        let dropped = cushion.takeDropped()
+        let now = monotonicMs()
+        let (dropped, newTargetMs) = cushion.measured(since: stats.snapshot, nowMs: now)
         if dropped > 0 {
             Log.info("stream: dropped \(dropped) ms of digital silence to come back towards live; heard delay \(delayBeforeDropMs) → \(ms) ms")
             stats.droppedForLive(ms: dropped)
         }
+        if let newTargetMs { Log.info("stream: the cushion kept against stalls is \(newTargetMs) ms") }
         delayBeforeDropMs = ms
-        stats.input(backlogMs: cushion.excessMs(nowMs: monotonicMs()).map { $0.adding(saturating: cushion.extraMs) } ?? 0)
+        stats.cushion(cushion.target, backlogMs: cushion.backlogMs(nowMs: now))
         // A jump of the measure is said with its parts (--verbose): what moved it.
         if abs(ms - loggedDelayMs) > 250 {
             loggedDelayMs = ms

@@ -31,6 +31,19 @@ final class StreamStats: Sendable {
 
     func input(backlogMs: Int) { figures.withLock { $0.inputBacklogMs = backlogMs } }
 
+    /// The cushion learned from the link (`CushionTarget`), carried from one connection's output
+    /// to the next, and the input's backlog.
+    var cushionTarget: CushionTarget { learned.withLock { $0 } }
+    private let learned = Mutex(CushionTarget())
+
+    func cushion(_ target: CushionTarget, backlogMs: Int) {
+        learned.withLock { $0 = target }
+        figures.withLock {
+            $0.cushionTargetMs = target.targetMs
+            $0.inputBacklogMs = backlogMs
+        }
+    }
+
     func joined(skippedMs: Int) { figures.withLock { $0.skippedAtJoinMs = skippedMs } }
 
     func output(bufferedMs: Int, delayMs: Int, atMs: Int = monotonicMs()) {

@@ -61,6 +61,9 @@ public struct StreamFigures: Sendable, Equatable {
     /// How long even the least waiting of the last 2 s of decoded frames waited in the input:
     /// audio held beyond live (what a stall's burst left), which the way back drops in silence.
     public var inputBacklogMs = 0
+    /// The cushion kept on purpose against stalls, learned from the link (`CushionTarget`): as
+    /// much of the backlog is not dropped.
+    public var cushionTargetMs = 0
     public var bytesReceived = 0
     public var samplesDecoded = 0
     public var reconnects = 0
