@@ -3,38 +3,52 @@ import Foundation
 import Support
 import XCTest
 
-/// The way back towards live (#24): a Wi-Fi-like stall (the link holds the stream, then releases it
-/// as a burst) leaves the player behind by what its underrun lost: the audio waits in its input.
-/// Once the link is clean, that backlog is dropped where nothing is cut out of the music: in
-/// digital silence, here the silence of a pause on the server. The player plays the rig's tones through a link of
-/// the rig's own; what is heard comes from the null sink's monitor. Asserted: nothing is dropped
-/// on a clean link, nor in the music with the backlog there; audio is dropped in the server's
-/// silence (`CushionPolicy`: a drop is only ever in silence) and the music goes on. Figures are
-/// printed (the relay's burst of silence adds a backlog of its own, part of which stays).
-final class CushionTests: StreamAudioTestCase {
-    func testAfterStallsTheBacklogIsDroppedInTheServersSilenceNotInTheMusic() throws {
-        let name = "cushion"
+extension StreamAudioTestCase {
+    /// The cushion against stalls (#24 item 2), through the rig's link: the player plays the
+    /// rig's tones; a Wi-Fi-like stall (the link holds the stream, then releases it as a burst)
+    /// shows the player that the link needs a cushion. Asserted: a clean link keeps none; the
+    /// first stall grows it before the second stall comes; it stays while the stalls go on and
+    /// goes once the link has been clean for 30 s (within 60 s of the link healing); nothing
+    /// is dropped in the music meanwhile (tones: no digital silence); the music plays on after
+    /// the server pauses (its silence is where a backlog may be dropped). Figures printed.
+    func cushionGrowsWithStallsAndGoesOnACleanLink() throws {
+        let name = "cushion-\(Self.soundKind)"
         let link = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
         let p = player(try XCTUnwrap(link["stream_url"] as? String))
         p.play()
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "no tone")
         XCTAssertTrue(waitUntil(5) { p.currentFigures.localDelayMs > 0 }, "no heard delay")
+        let joinedAt = monotonicUs()
+        XCTAssertTrue(waitUntil(10) { monotonicUs() - joinedAt > 6_000_000 })  // a clean while (a window, not an event)
         let clean = p.currentFigures
+        XCTAssertEqual(clean.cushionTargetMs, 0, "a clean link keeps no cushion")
 
-        // Stalls of 1500 ms every 7.5 s for 31 s, then a clean link: what the underruns lost waits
-        // in the input (none on the clean link), and the tones play on (no digital silence to drop).
-        try rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": 1500, "every_s": 7.5]])
-        let stallsFrom = monotonicUs()
-        XCTAssertTrue(waitUntil(40) { monotonicUs() - stallsFrom > 31_000_000 })
-        try rig.command(["cmd": "link", "name": name, "plan": [String: Any]()])
-        var stalled = p.currentFigures
-        XCTAssertTrue(waitUntil(5) { stalled = p.currentFigures; return stalled.inputBacklogMs > 200 },
-                      "the stalls left no backlog: \(stalled.inputBacklogMs) ms")
-        XCTAssertEqual(stalled.droppedForLiveMs, 0, "dropped in the middle of the music")
+        // Stalls of 1500 ms every 7.5 s: the first from 7.5 s after the plan, the second from 15 s.
+        let stalls = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": 1500, "every_s": 7.5]]) as? [String: Any])
+        let sinceUs = Int64(try XCTUnwrap(stalls["since"] as? Double) * 1_000_000)
+        var grown = p.currentFigures
+        XCTAssertTrue(waitUntil(20) { grown = p.currentFigures; return grown.cushionTargetMs > 0 }, "no stall grew the cushion")
+        let grownUs = monotonicUs()
+        XCTAssertLessThan(grownUs, sinceUs + 15_000_000, "the cushion grew only after the second stall began")
+        XCTAssertGreaterThan(grownUs, sinceUs + 7_500_000, "the cushion grew before the first stall")
+        XCTAssertTrue(waitUntil(30) { monotonicUs() - sinceUs > 31_000_000 })  // four stalls (a window, not an event)
+        let stalled = p.currentFigures
+        XCTAssertGreaterThan(stalled.cushionTargetMs, 0, "the cushion went while the stalls went on")
+        XCTAssertLessThanOrEqual(stalled.cushionTargetMs, 2000, "beyond the cap")
+
+        // The link heals: the cushion goes 30 s after the last sign of need, within 60 s.
+        let healed = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
+        let healedUs = Int64(try XCTUnwrap(healed["since"] as? Double) * 1_000_000)
+        var let_go = p.currentFigures
+        XCTAssertTrue(waitUntil(65) { let_go = p.currentFigures; return let_go.cushionTargetMs == 0 },
+                      "the cushion was kept 60 s after the link healed: \(let_go.cushionTargetMs) ms")
+        let letGoUs = monotonicUs()
+        XCTAssertLessThan(letGoUs - healedUs, 60_000_000)
+        XCTAssertGreaterThan(letGoUs - healedUs, 20_000_000, "the cushion went before the link was clean for long")
+        XCTAssertEqual(let_go.droppedForLiveMs, 0, "dropped in the middle of the music")
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 5), "no tone after the stalls")
 
-        // The server pauses for 3 s. The rig's relay sends the silence of a pause partly as it comes,
-        // partly when Mopidy plays again, at once (a burst): its silence takes the backlog.
+        // The server pauses for 3 s: its silence is where a backlog beyond the margin is dropped.
         try rig.rpc("core.playback.pause")
         var resumed = false
         defer { if !resumed { _ = try? rig.rpc("core.playback.resume") } }
@@ -42,13 +56,22 @@ final class CushionTests: StreamAudioTestCase {
         XCTAssertTrue(waitUntil(5) { monotonicUs() - pausedAt > 3_000_000 })  // the pause's length (a window, not an event)
         try rig.rpc("core.playback.resume")
         resumed = true
-        XCTAssertTrue(waitUntil(10) { p.currentFigures.droppedForLiveMs > 0 }, "nothing dropped in the server's silence")
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "no tone after the server's pause")
-        usleep(2_000_000)  // the figures after the drop (a window, not an event)
         let after = p.currentFigures
-        print("input backlog \(clean.inputBacklogMs) ms clean, \(stalled.inputBacklogMs) after the stalls, "
-              + "\(after.inputBacklogMs) after the server's pause; dropped \(after.droppedForLiveMs) ms in \(after.dropsForLive) "
-              + "run(s); heard delay \(clean.localDelayMs) ms clean, \(stalled.localDelayMs) after the stalls, "
-              + "\(after.localDelayMs) after the pause")
+        print("cushion (\(Self.soundKind)): target \(grown.cushionTargetMs) ms \(Double(grownUs - sinceUs) / 1e6) s after the stalls began, "
+              + "\(stalled.cushionTargetMs) ms after four, let go \(Double(letGoUs - healedUs) / 1e6) s after the link healed; "
+              + "heard delay \(clean.localDelayMs) ms clean, \(stalled.localDelayMs) after the stalls, \(let_go.localDelayMs) when let go, "
+              + "\(after.localDelayMs) after the server's pause; input backlog \(stalled.inputBacklogMs) / \(let_go.inputBacklogMs) / "
+              + "\(after.inputBacklogMs) ms; dropped \(after.droppedForLiveMs) ms in \(after.dropsForLive) run(s)")
     }
+}
+
+final class CushionTests: StreamAudioTestCase {
+    func testCushionGrowsWithStallsAndGoesOnACleanLink() throws { try cushionGrowsWithStallsAndGoesOnACleanLink() }
+}
+
+final class PipeWireCushionTests: StreamAudioTestCase {
+    override class var soundKind: String { "pipewire" }
+
+    func testCushionGrowsWithStallsAndGoesOnACleanLink() throws { try cushionGrowsWithStallsAndGoesOnACleanLink() }
 }
