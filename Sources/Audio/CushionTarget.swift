@@ -35,7 +35,7 @@ struct CushionTarget: Equatable {
         self.capMs = max(0, capMs)
         self.cleanMs = max(0, cleanMs)
         self.bufferMs = max(0, bufferMs)
-        usualGapMs = Double(self.bufferMs)
+        usualGapMs = Self.unknownRhythm(bufferMs: self.bufferMs)
     }
 
     /// Bytes of a decoded frame arrived at `arrivalMs` (the same for every frame of one read):
@@ -66,11 +66,16 @@ struct CushionTarget: Equatable {
     }
 
     /// Also the start of a new connection: the gap before its first byte is no stall of the link,
-    /// and its rhythm is not known yet (taken as the buffer until its reads show it).
+    /// and its rhythm is not known yet.
     mutating func reconnected() {
         lastArrivalMs = nil
-        usualGapMs = Double(bufferMs)
+        usualGapMs = Self.unknownRhythm(bufferMs: bufferMs)
     }
+
+    /// The usual longest gap before the reads show it: twice the buffer (the first page after a
+    /// connect burst can come a page and more later), fading within seconds to what they show;
+    /// a longer stall this early is seen by the underrun it causes.
+    static func unknownRhythm(bufferMs: Int) -> Double { 2 * Double(bufferMs) }
 
     /// The target at `nowMs`: 0 once the link has been clean for `cleanMs`.
     mutating func currentMs(nowMs: Int) -> Int {

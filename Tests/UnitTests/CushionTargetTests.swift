@@ -70,13 +70,24 @@ final class CushionTargetTests: XCTestCase {
 
     func testItNeverGrowsBeyondTheCapAndOnlyEverGrowsWhileNeeded() {
         var t = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
+        clean(&t, fromMs: 0, toMs: 10_000, everyMs: 100)  // the link's rhythm: reads 100 ms apart
+        t.arrived(atMs: 9900 + 1200)
+        XCTAssertEqual(t.currentMs(nowMs: 11_100), 1200)
+        t.arrived(atMs: 11_100 + 1000)  // a smaller need, just after the stall: the larger stays
+        XCTAssertEqual(t.currentMs(nowMs: 12_100), 1200)
+        t.arrived(atMs: 12_100 + 7100)  // 7.1 s with nothing
+        XCTAssertEqual(t.currentMs(nowMs: 19_200), 2000)
+    }
+
+    /// The first reads of a connection set no rhythm yet: a page that comes a second after the
+    /// connect burst is no stall.
+    func testTheFirstGapOfAConnectionIsNoStall() {
+        var t = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
         t.arrived(atMs: 0)
-        t.arrived(atMs: 1200)
-        XCTAssertEqual(t.currentMs(nowMs: 1200), 1200)
-        t.arrived(atMs: 1900)  // a smaller need: the larger stays
-        XCTAssertEqual(t.currentMs(nowMs: 1900), 1200)
-        t.arrived(atMs: 9000)  // 7.1 s with nothing
-        XCTAssertEqual(t.currentMs(nowMs: 9000), 2000)
+        t.arrived(atMs: 990)
+        XCTAssertEqual(t.currentMs(nowMs: 990), 0)
+        t.arrived(atMs: 990 + 1600)
+        XCTAssertEqual(t.currentMs(nowMs: 2590), 1600, "a stall of more than 1.5 s is one, even this early")
     }
 
     /// An underrun asks for what the output lacked on top of the backlog it had.
