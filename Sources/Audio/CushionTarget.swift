@@ -6,9 +6,9 @@ import Support
 /// the clock are inputs; unit-tested. On the decoder thread; kept in `StreamStats` from one
 /// connection to the next (the link is the same).
 ///
-/// It grows at once when the link shows it needs more: an arrival gap longer than the sound
-/// server's buffer rides out (a stall: the next one of that size is ridden out by a backlog of
-/// the gap), or an underrun (what the output lacked, on top of the backlog it had). Growing adds
+/// It grows at once when the link shows it needs more: an arrival gap beyond the sound server's
+/// buffer and beyond the link's own rhythm (a stall: the next one of that size is ridden out by a
+/// backlog of the gap), or an underrun (what the output lacked, on top of the backlog it had). Growing adds
 /// no delay by itself: the backlog a stall leaves is simply not dropped, so the next stall plays
 /// from it. After `cleanMs` with no such sign it goes back to 0, and the backlog is dropped where
 /// the music allows. Never above `capMs`.

@@ -97,7 +97,7 @@ enum StreamTuning {
     /// stalls up to about this long are heard once, not every time vs. how far behind the house
     /// a bad link leaves this computer.
     static let cushionCapMs = 2000
-    /// A link clean this long (no arrival gap beyond the sound server's buffer, no underrun) lets
+    /// A link clean this long (no stall seen in the arrivals, no underrun) lets
     /// the cushion go, and its backlog is dropped where the music allows: back near live within
     /// a minute of the link healing, at the next track change or silence vs. a cushion let go
     /// between two stalls of a link that stalls now and then.
