@@ -1,0 +1,46 @@
+@testable import Audio
+import XCTest
+
+/// The output's side of the cushion: an underrun seen between two measures of the delay grows
+/// the target; what the log and the figures are told.
+final class OutputCushionTests: XCTestCase {
+    /// The figures of a measure at `atMs`: `bufferedMs` in the sound server, `backlogMs` in the input.
+    func measure(atMs: Int, bufferedMs: Int, backlogMs: Int) -> StreamFigures {
+        var f = StreamFigures()
+        f.localDelayMs = 900
+        f.bufferedMs = bufferedMs
+        f.delayMeasuredAtMs = atMs
+        f.inputBacklogMs = backlogMs
+        return f
+    }
+
+    func testAnUnderrunBetweenMeasuresGrowsTheTargetOnce() {
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        // 300 ms in the sound server at 1000, the next write at 1500: it had nothing for 200 ms.
+        let first = c.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 100), nowMs: 1500)
+        XCTAssertEqual(first.newTargetMs, 300, "what it lacked on top of the backlog it had")
+        XCTAssertEqual(first.droppedMs, 0)
+        let second = c.measured(since: measure(atMs: 1500, bufferedMs: 400, backlogMs: 0), nowMs: 1600)
+        XCTAssertNil(second.newTargetMs, "no underrun, no change to tell")
+        XCTAssertEqual(c.target.targetMs, 300)
+    }
+
+    /// The sound server's reports are rough: 20 ms short is no underrun.
+    func testAReportAFewMsShortIsNoUnderrun() {
+        var c = OutputCushion(learned: CushionTarget())
+        let r = c.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 0), nowMs: 1320)
+        XCTAssertNil(r.newTargetMs)
+        XCTAssertEqual(c.target.targetMs, 0)
+    }
+
+    /// A new connection keeps what the link taught, not the gap before its first byte.
+    func testANewConnectionKeepsTheLearnedTarget() {
+        var learned = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
+        learned.underran(starvedMs: 900, backlogMs: 0, nowMs: 1000)
+        var c = OutputCushion(learned: learned)
+        c.arrived(atMs: 50_000)
+        XCTAssertEqual(c.target.targetMs, 900)
+        XCTAssertNil(c.measured(since: StreamFigures(), nowMs: 2000).newTargetMs, "nothing new to tell")
+        XCTAssertEqual(c.measured(since: StreamFigures(), nowMs: 31_000).newTargetMs, 0, "let go after 30 s clean")
+    }
+}
