@@ -6,8 +6,9 @@ import XCTest
 extension StreamAudioTestCase {
     /// The cushion against stalls (#24 item 2), through the rig's link: the player plays the
     /// rig's tones; a Wi-Fi-like stall (the link holds the stream, then releases it as a burst)
-    /// shows the player that the link needs a cushion. Asserted: a clean link keeps none; the
-    /// first stall grows it before the second stall comes; it stays while the stalls go on and
+    /// shows the player that the link needs a cushion. Asserted: a clean link keeps none (or what
+    /// a busy machine's underrun asks, less than a stall's); the first stall grows it to a stall's
+    /// before the second stall comes; it stays while the stalls go on and
     /// goes once the link has been clean for 30 s (within 60 s of the link healing); nothing
     /// is dropped in the music meanwhile (tones: no digital silence); the music plays on after
     /// the server pauses (its silence is where a backlog may be dropped). Figures printed.
@@ -21,16 +22,18 @@ extension StreamAudioTestCase {
         let joinedAt = monotonicUs()
         XCTAssertTrue(waitUntil(10) { monotonicUs() - joinedAt > 6_000_000 })  // a clean while (a window, not an event)
         let clean = p.currentFigures
-        XCTAssertEqual(clean.cushionTargetMs, 0, "a clean link keeps no cushion")
+        // No stall seen: nothing kept, or at most what an underrun of a busy machine asked for
+        // (PipeWire's output here runs dry for ~0.1 s now and then).
+        XCTAssertLessThan(clean.cushionTargetMs, 600, "a clean link keeps no stall's cushion")
 
         // Stalls of 1500 ms every 7.5 s: the first from 7.5 s after the plan, the second from 15 s.
         let stalls = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": 1500, "every_s": 7.5]]) as? [String: Any])
         let sinceUs = Int64(try XCTUnwrap(stalls["since"] as? Double) * 1_000_000)
         var grown = p.currentFigures
-        XCTAssertTrue(waitUntil(20) { grown = p.currentFigures; return grown.cushionTargetMs > 0 }, "no stall grew the cushion")
+        XCTAssertTrue(waitUntil(20) { grown = p.currentFigures; return grown.cushionTargetMs >= 1000 }, "no stall grew the cushion")
         let grownUs = monotonicUs()
         XCTAssertLessThan(grownUs, sinceUs + 15_000_000, "the cushion grew only after the second stall began")
-        XCTAssertGreaterThan(grownUs, sinceUs + 7_500_000, "the cushion grew before the first stall")
+        XCTAssertGreaterThan(grownUs, sinceUs + 7_500_000, "a stall's cushion before the first stall")
         XCTAssertTrue(waitUntil(30) { monotonicUs() - sinceUs > 31_000_000 })  // four stalls (a window, not an event)
         let stalled = p.currentFigures
         XCTAssertGreaterThan(stalled.cushionTargetMs, 0, "the cushion went while the stalls went on")
