@@ -77,6 +77,8 @@ public struct BridgeState: Sendable {
     /// More arrived during the fetch than is kept: fetch again when it is in.
     var resyncAgain = false
     var resyncAtMs: Int? = nil
+    /// Commands not sent to Mopidy since the last one that was (for the log).
+    var commandsRefused = 0
     /// When the tracklist is fetched, once its changes settled.
     var tracklistAtMs: Int? = nil
     /// Refreshes under way, and those asked for again meanwhile (a burst collapses to one more).
