@@ -21,6 +21,11 @@ enum BridgeTuning {
     /// longer, and are looked at again then: a change may come this much after the audio it
     /// follows resumes vs. how often a stall wakes the bridge.
     static let starvedCheckMs = 100
+    /// A held change due within this long after the sound output ran dry is not held through the
+    /// stall: its audio may be the last a server sent before it stopped sending (one that halts
+    /// its stream in a pause; Ogg holds back up to a page, ~0.42 s) vs. how much of the music
+    /// before a change a stall may bring late, after it is shown.
+    static let starvedGraceMs = 500
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
     /// A position change larger than this against the extrapolated one is a jump that gets a
