@@ -489,6 +489,20 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), ["log next: Mopidy is not connected; ignored"])
     }
 
+    /// Issue #23 (seed 7828052134852582909): the house stopped, and Mopidy went away before the
+    /// stop was heard here. Once heard, it is shown: Stopped at 0, not Playing with a position
+    /// standing still.
+    func testAHouseStopHeardAfterMopidyWentAwayIsShown() {
+        var r = Rig()
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))  // heard at 11 400
+        r.advance(toMs: 10_300)
+        r.feed(.eventsDisconnected(reason: FailureReason("Mopidy at x is unreachable")))
+        XCTAssertEqual(r.state.published.playbackStatus, .playing, "the music before the stop still plays")
+        r.advance(toMs: 11_400)
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+        XCTAssertEqual(r.state.published.position(nowUs: 12_000_000), 0)
+    }
+
     func testServerGoingAwayAndComingBack() {
         var r = Rig(listening: false)
         r.feed(.eventsDisconnected(reason: FailureReason("Mopidy at x is unreachable")))
