@@ -56,9 +56,10 @@ extension BridgeState {
     /// heard already, or the last the server sent before it stopped sending, and is not held.
     mutating func retimeHeld(_ m: Moment) {
         guard !held.isEmpty else { estimateCheckAtMs = nil; return }
-        if case .reconnecting? = local.stream { return }
+        var reconnecting = false
+        if case .reconnecting? = local.stream { reconnecting = true }
         let (delay, measured) = heardDelay(m)
-        guard measured else {
+        guard measured && !reconnecting else {
             if let at = estimateCheckAtMs, at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
             return
         }
