@@ -119,9 +119,12 @@ final class WalkInvariants {
             }
         }
         // (f) The output lost with `pause`: at most the other output's first block (2 × 10 ms).
-        if world.sinkRemovedUs > lastSinkRemovalChecked, world.onOutputLost == "pause" {
+        // Judged once, right after the removal, by the setting then (a later reload to `pause`
+        // does not make music that `follow` moved there a leak).
+        if world.sinkRemovedUs > lastSinkRemovalChecked {
             lastSinkRemovalChecked = world.sinkRemovedUs
-            if let r = recorders.dropFirst().first, let broke = leakAfterUnload(r, fromUs: world.sinkRemovedUs) { return broke }
+            if world.onOutputLost == "pause", let r = recorders.dropFirst().first,
+               let broke = leakAfterUnload(r, fromUs: world.sinkRemovedUs) { return broke }
         }
         // (d) The position moves as its last signal predicts, jumps only with Seeked.
         if let broke = try checkPosition(answer) { return broke }
