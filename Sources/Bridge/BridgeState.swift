@@ -211,11 +211,8 @@ extension MopidyEvent {
     /// resume or change track. A pause or a stop in the window after such a command is not its
     /// answer but someone else's doing, and is held like any change from elsewhere.
     var startsMusic: Bool {
-        switch self {
-        case .trackPlaybackStarted, .trackPlaybackResumed: return true
-        case .playbackStateChanged(_, let new): return new == .playing
-        default: return false
-        }
+        if case .playbackStateChanged(_, .playing) = self { return true }
+        return startsOrResumesTrack
     }
 }
 
