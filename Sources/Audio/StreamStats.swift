@@ -56,13 +56,25 @@ final class StreamStats: Sendable {
     }
 }
 
-/// The software volume (`volume = local`), set by the player and read by the output for every
-/// frame. Thread-safe.
+/// What the output multiplies the audio by: the software volume (`volume = local`) and the
+/// house's silence, set by the player and read by the output for every frame. Thread-safe.
 final class Gain: Sendable {
     private let level = Mutex(1.0)
+    private let house = Mutex(HouseSilence.none)
 
     var value: Double {
         get { level.withLock { $0 } }
         set { level.withLock { $0 = min(1, max(0, newValue)) } }
+    }
+
+    var silence: HouseSilence {
+        get { house.withLock { $0 } }
+        set { house.withLock { $0 = newValue } }
+    }
+
+    /// The level for audio that would have arrived at `onTimeMs` had every page come on time
+    /// (nil: not known yet).
+    func value(onTimeMs: Int?) -> Double {
+        house.withLock { $0.silences(onTimeMs: onTimeMs) } ? 0 : value
     }
 }

@@ -136,3 +136,25 @@ public struct StreamConfig: Sendable, Equatable {
         self.sink = sink
     }
 }
+
+/// The stream's audio silenced because the house paused or stopped and that is shown here
+/// (`StreamPlayer.silence`): music from before the pause that a stall brings late is not heard
+/// under Paused. What the house sends while paused is silence anyway, or nothing.
+public enum HouseSilence: Equatable, Sendable {
+    case none
+    /// Until told otherwise.
+    case untilTold
+    /// Until the audio that would have arrived at `onTimeMs` had every page come on time
+    /// (monotonic ms; `BoundaryRequest` places a change the same way): where the house's
+    /// resume is in the stream, shown or not yet.
+    case until(onTimeMs: Int)
+
+    /// Whether audio that would have arrived at `onTimeMs` is silenced (nil: not known yet).
+    public func silences(onTimeMs: Int?) -> Bool {
+        switch self {
+        case .none: return false
+        case .untilTold: return true
+        case .until(let end): return onTimeMs.map { $0 < end } ?? true
+        }
+    }
+}

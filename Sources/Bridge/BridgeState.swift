@@ -26,6 +26,10 @@ enum BridgeTuning {
     /// its stream in a pause; Ogg holds back up to a page, ~0.42 s) vs. how much of the music
     /// before a change a stall may bring late, after it is shown.
     static let starvedGraceMs = 500
+    /// The house's resume is heard from this long before where the server's delay places it in
+    /// the stream: a delay learned this far off does not cut the music's first moments vs. how
+    /// late the end of a pause may be brought by a stall as short as the pause and not be heard.
+    static let houseSilenceLeadMs = 250
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
     /// A position change larger than this against the extrapolated one is a jump that gets a
@@ -73,6 +77,8 @@ public struct BridgeState: Sendable {
     /// in the same window was asked for elsewhere).
     var userAskedAtMs: Int? = nil
     var userAskedStarts = 0
+    /// What the stream was last told of the house's silence (`followHouseSilence`).
+    var houseSilence = HouseSilence.none
     /// Held changes wait by the estimate of the stream's delay: when to look for its measure.
     var estimateCheckAtMs: Int? = nil
     /// A full fetch is under way; events wait in `deferred` and are applied on top of it.

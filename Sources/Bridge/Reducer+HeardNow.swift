@@ -81,6 +81,28 @@ extension BridgeState {
         lastDueMs = last
     }
 
+    /// The house's pause or stop, once shown, silences what this computer decodes from then on,
+    /// until where the house's resume is in the stream: music from before the pause that a stall
+    /// brings after Paused is shown is not heard under it (what the house sends while paused is
+    /// silence, or nothing). The resume's audio is let through from `houseSilenceLeadMs` before
+    /// where the server's delay places it, and all of it once the resume is shown.
+    mutating func followHouseSilence(_ m: Moment, _ fx: inout [Effect]) {
+        var wanted = HouseSilence.none
+        if streamConfig != nil && config.heardSync && server.state != .playing {
+            if let resume = held.first(where: { $0.event.houseState == .playing }) {
+                let arrived = resume.dueMs.subtracting(saturating: resume.heldMs)
+                wanted = .until(onTimeMs: arrived.adding(saturating: serverDelayMs)
+                    .subtracting(saturating: BridgeTuning.houseSilenceLeadMs))
+            } else {
+                wanted = .untilTold
+            }
+        }
+        guard wanted != houseSilence else { return }
+        houseSilence = wanted
+        fx.append(.stream(.silence(wanted)))
+        fx.append(.log(.debug, "heard-now: the house's silence: \(wanted)"))
+    }
+
     /// Applies the held events that are due, each at the moment it became due.
     mutating func releaseDue(_ m: Moment, _ fx: inout [Effect]) {
         while let first = held.first, first.dueMs <= m.nowMs {

@@ -92,6 +92,7 @@ extension BridgeState {
         followRoute(m, &fx)
         freezeOrRelease(m)
         publish(m, &fx)
+        followHouseSilence(m, &fx)
         return fx
     }
 

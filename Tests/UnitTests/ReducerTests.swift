@@ -27,6 +27,8 @@ final class ReducerTests: XCTestCase {
         var lists = false
         /// Whether the trace shows where track changes are looked for in the music (their own tests).
         var learning = false
+        /// Whether the trace shows the house's silence told to the stream (their own tests).
+        var silences = false
 
         init(config: Config = Rig.config, listening: Bool = true) {
             state = BridgeState(config: config, canRaise: false)
@@ -70,6 +72,13 @@ final class ReducerTests: XCTestCase {
                     if case .resync = c { trace.append("call resync"); break }
                     if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
                 case .stream(.findBoundary(let r)): if learning { trace.append("look for the change of \(r.changedAtMs) ms, \(r.serverDelayMs) ms on") }
+                case .stream(.silence(let s)):
+                    guard silences else { break }
+                    switch s {
+                    case .none: trace.append("silence none")
+                    case .untilTold: trace.append("silence until told")
+                    case .until(let ms): trace.append("silence until \(ms) ms")
+                    }
                 case .stream(let c): trace.append("stream \(c)")
                 case .fetchArt(let t): trace.append("art \(t.name ?? "")")
                 case .fetchCovers: break
