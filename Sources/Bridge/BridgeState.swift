@@ -26,9 +26,10 @@ enum BridgeTuning {
     /// its stream in a pause; Ogg holds back up to a page, ~0.42 s) vs. how much of the music
     /// before a change a stall may bring late, after it is shown.
     static let starvedGraceMs = 500
-    /// The house's resume is heard from this long before where the server's delay places it in
-    /// the stream: a delay learned this far off does not cut the music's first moments vs. how
-    /// late the end of a pause may be brought by a stall as short as the pause and not be heard.
+    /// After a pause of the house, its resume is let through from this long before where the
+    /// server's delay places it in the stream: a server's delay this much longer than learned
+    /// cuts nothing of the resumed music vs. the end of a pause this short may still be silenced
+    /// music.
     static let houseSilenceLeadMs = 250
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000

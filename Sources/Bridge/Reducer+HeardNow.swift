@@ -81,14 +81,16 @@ extension BridgeState {
         lastDueMs = last
     }
 
-    /// The house's pause or stop, once shown, silences what this computer decodes from then on,
-    /// until where the house's resume is in the stream: music from before the pause that a stall
-    /// brings after Paused is shown is not heard under it (what the house sends while paused is
-    /// silence, or nothing). The resume's audio is let through from `houseSilenceLeadMs` before
-    /// where the server's delay places it, and all of it once the resume is shown.
+    /// The house's pause or stop, once shown while this computer listens, silences what it
+    /// decodes from then on, until where the house's resume is in the stream: music from before
+    /// the pause that a stall brings after Paused is shown is not heard under it (the house sends
+    /// silence while paused). The resume's audio is let through from `houseSilenceLeadMs` before
+    /// where the server's delay places it, and all of it once the resume is shown. Only the
+    /// house's state as Mopidy says it counts: with Mopidy unreachable, or never reached, the
+    /// stream plays what it gets.
     mutating func followHouseSilence(_ m: Moment, _ fx: inout [Effect]) {
         var wanted = HouseSilence.none
-        if streamConfig != nil && config.heardSync && server.state != .playing {
+        if config.heardSync && local.streamActive && server.connected && server.state != .playing {
             if let resume = held.first(where: { $0.event.houseState == .playing }) {
                 let arrived = resume.dueMs.subtracting(saturating: resume.heldMs)
                 wanted = .until(onTimeMs: arrived.adding(saturating: serverDelayMs)
