@@ -45,6 +45,14 @@ struct HeardDelayEstimator {
         lastArrivalMs = arrivalMs
     }
 
+    /// When audio at `positionMs` of this connection would have arrived had every page come on
+    /// time, monotonic ms; nil before the first frame.
+    func onTimeMs(atPositionMs positionMs: Double) -> Int? {
+        guard let origin = onTimeOriginMs else { return nil }
+        let at = origin + positionMs
+        return at.isFinite && abs(at) < 1e15 ? Int(at) : nil
+    }
+
     /// `samples` before the next frame were skipped undecoded: they count as positions passed,
     /// as if decoded (their arrival says nothing: they came in a burst).
     mutating func skipped(samples: Int, sampleRate: Int) {

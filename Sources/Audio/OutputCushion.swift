@@ -33,11 +33,18 @@ struct OutputCushion {
     /// (the output had nothing to play for longer than `underrunMs`) grows the target by what
     /// was missing. What was dropped since the last measure, and the target when it changed.
     mutating func measured(since last: StreamFigures, nowMs: Int) -> (droppedMs: Int, newTargetMs: Int?) {
-        let starved = last.starvedMs(atMs: nowMs)
+        // Not `starvedMs`: heard-now counts a stall only from `StreamTuning.starvedAfterMs`; an
+        // underrun is any time the output had nothing to play.
+        guard last.localDelayMs > 0, last.delayMeasuredAtMs > 0 else { return finish(nowMs: nowMs) }
+        let starved = max(0, nowMs.subtracting(saturating: last.delayMeasuredAtMs).subtracting(saturating: last.bufferedMs))
         if starved > Self.underrunMs {
             target.underran(starvedMs: starved, backlogMs: last.inputBacklogMs, nowMs: nowMs)
             Log.debug("stream: the output had nothing to play for \(starved) ms; cushion \(target.targetMs) ms")
         }
+        return finish(nowMs: nowMs)
+    }
+
+    private mutating func finish(nowMs: Int) -> (droppedMs: Int, newTargetMs: Int?) {
         let now = target.currentMs(nowMs: nowMs)
         defer { toldTargetMs = now }
         return (policy.takeDropped(), now != toldTargetMs ? now : nil)

@@ -61,6 +61,7 @@ final class StreamOutput: BurstWatcher {
         cushion = OutputCushion(learned: stats.cushionTarget)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         sink?.onOutputLost = onOutputLost
+        stats.delayUnmeasured()
     }
 
     /// libFLAC's frame callback; `arrivalMs`: when the frame's bytes arrived; `skippedSamples`:
@@ -81,9 +82,10 @@ final class StreamOutput: BurstWatcher {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
                                   nowMs: monotonicMs(), answer: settings.onBoundary)
         }
+        let level = gain.value(onTimeMs: delay.onTimeMs(atPositionMs: atMs))
         while true {
             if followWarmth() || joining {
-                converter.convert(f, volume: gain.value, into: &pcm)
+                converter.convert(f, volume: level, into: &pcm)
                 join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
                 if !warm && join.isOverdue(nowMs: monotonicMs()) { endJoin() }
                 return !connection.ring.isCancelled
@@ -93,22 +95,22 @@ final class StreamOutput: BurstWatcher {
                 delay.resumed()
                 return !connection.ring.isCancelled
             }
-            if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, on: sink) }
+            if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, level: level, on: sink) }
             // A pause that keeps the connection came meanwhile: this frame is held instead.
             guard !connection.ring.isCancelled, pausedSinceLook else { return false }
         }
     }
 
-    private func play(_ f: DecodedFrame, on sink: PulseSink) -> Bool {
+    private func play(_ f: DecodedFrame, level: Double, on sink: PulseSink) -> Bool {
         let bytes = f.samples * f.format.sinkBytesPerFrame
         let ms = f.format.milliseconds(frames: f.samples)
         if let memory = sink.reserve(bytes) {
-            converter.convert(f, volume: gain.value, into: memory)
+            converter.convert(f, volume: level, into: memory)
             written.add(Array(UnsafeRawBufferPointer(memory)), format: f.format, ms: ms)
             sink.filled(bytes)
         } else {
             // A frame larger than libpulse's memory block: through a copy.
-            converter.convert(f, volume: gain.value, into: &pcm)
+            converter.convert(f, volume: level, into: &pcm)
             written.add(pcm, format: f.format, ms: ms)
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }

@@ -72,6 +72,9 @@ public final class StreamPlayer: @unchecked Sendable {
     /// Software volume, 0.0–1.0, applied to the samples (for `volume = local`).
     public func setVolume(_ v: Double) { gain.value = v }
 
+    /// Silences the audio decoded from now on, as `s` says (the house paused or stopped).
+    public func silence(_ s: HouseSilence) { gain.silence = s }
+
     /// Drops the current connection and connects again now (e.g. the password changed).
     public func reconnect() {
         let playing = monitor.withLock { wanted }

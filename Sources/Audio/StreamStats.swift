@@ -68,6 +68,15 @@ final class StreamStats: Sendable {
     }
     private let fallObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
 
+    /// A connection ends or starts: its delay is measured afresh (the last one's, aged by the
+    /// outage, would read as a stall).
+    func delayUnmeasured() {
+        figures.withLock {
+            $0.localDelayMs = 0
+            $0.delayMeasuredAtMs = 0
+        }
+    }
+
     /// Nothing plays any more: nothing is buffered and nothing is late.
     func outputStopped() {
         output(bufferedMs: 0, delayMs: 0)
@@ -83,16 +92,29 @@ final class StreamStats: Sendable {
             $0.lastError = scrubbed
             $0.reconnects += 1
         }
+        delayUnmeasured()
     }
 }
 
-/// The software volume (`volume = local`), set by the player and read by the output for every
-/// frame. Thread-safe.
+/// What the output multiplies the audio by: the software volume (`volume = local`) and the
+/// house's silence, set by the player and read by the output for every frame. Thread-safe.
 final class Gain: Sendable {
     private let level = Mutex(1.0)
+    private let house = Mutex(HouseSilence.none)
 
     var value: Double {
         get { level.withLock { $0 } }
         set { level.withLock { $0 = min(1, max(0, newValue)) } }
+    }
+
+    var silence: HouseSilence {
+        get { house.withLock { $0 } }
+        set { house.withLock { $0 = newValue } }
+    }
+
+    /// The level for audio that would have arrived at `onTimeMs` had every page come on time
+    /// (nil: not known yet).
+    func value(onTimeMs: Int?) -> Double {
+        house.withLock { $0.silences(onTimeMs: onTimeMs) } ? 0 : value
     }
 }

@@ -78,10 +78,13 @@ public struct StreamFigures: Sendable, Equatable {
     public init() {}
 
     /// How long the sound output has had nothing to play at `nowMs`: the time since the last
-    /// write beyond what the sound server then held. 0 while audio flows.
+    /// write beyond what the sound server then held, once that passes `StreamTuning.starvedAfterMs`
+    /// (until the next Ogg page the last write's report undercounts what still plays). 0 while
+    /// audio flows.
     public func starvedMs(atMs nowMs: Int) -> Int {
         guard localDelayMs > 0, delayMeasuredAtMs > 0 else { return 0 }
-        return max(0, nowMs.subtracting(saturating: delayMeasuredAtMs).subtracting(saturating: bufferedMs))
+        let dry = max(0, nowMs.subtracting(saturating: delayMeasuredAtMs).subtracting(saturating: bufferedMs))
+        return dry > StreamTuning.starvedAfterMs ? dry : 0
     }
 
     /// The delay at `nowMs`: the last measure, plus the time the output has had nothing to play
@@ -141,5 +144,27 @@ public struct StreamConfig: Sendable, Equatable {
         self.user = user
         self.password = password
         self.sink = sink
+    }
+}
+
+/// The stream's audio silenced because the house paused or stopped and that is shown here
+/// (`StreamPlayer.silence`): music from before the pause that a stall brings late is not heard
+/// under Paused. What the house sends while paused is silence anyway, or nothing.
+public enum HouseSilence: Equatable, Sendable {
+    case none
+    /// Until told otherwise.
+    case untilTold
+    /// Until the audio that would have arrived at `onTimeMs` had every page come on time
+    /// (monotonic ms; `BoundaryRequest` places a change the same way): where the house's
+    /// resume is in the stream, shown or not yet.
+    case until(onTimeMs: Int)
+
+    /// Whether audio that would have arrived at `onTimeMs` is silenced (nil: not known yet).
+    public func silences(onTimeMs: Int?) -> Bool {
+        switch self {
+        case .none: return false
+        case .untilTold: return true
+        case .until(let end): return onTimeMs.map { $0 < end } ?? true
+        }
     }
 }

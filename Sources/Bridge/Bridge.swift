@@ -129,6 +129,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             case .retryNow: stream?.retryNow()
             case .hold(let on): stream?.hold(on)
             case .findBoundary(let r): stream?.findBoundary(r)
+            case .silence(let s): stream?.silence(s)
             }
         case .events(let command):
             switch command {

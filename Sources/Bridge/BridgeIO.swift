@@ -178,6 +178,8 @@ public enum StreamCommand: Equatable, Sendable {
     case hold(Bool)
     /// Look for a track change in the audio (`StreamPlayer.findBoundary`).
     case findBoundary(BoundaryRequest)
+    /// The house's pause or stop is shown: what is decoded is silenced (`StreamPlayer.silence`).
+    case silence(HouseSilence)
 }
 
 /// What the events socket is told (`MopidyEventStream`).

@@ -45,28 +45,64 @@ extension BridgeState {
     }
 
     /// What is held follows the delay as it moves: timed again, in order, by each measure. The
-    /// first replaces the estimate (looked for every `estimateCheckMs` meanwhile); a stall raises
-    /// it for as long as it lasts, so a change is not shown before the audio it follows arrives
-    /// and is heard; once nothing is heard here, everything is due at once, as when not listening.
+    /// first replaces the estimate (looked for every `estimateCheckMs` meanwhile); once nothing is
+    /// heard here, everything is due at once, as when not listening; while the stream reconnects,
+    /// what is buffered plays out and the times stand until the new connection's measure.
+    ///
+    /// A stall: the output has had nothing to play for `streamStarvedMs`. A change due more than
+    /// `starvedGraceMs` after it ran dry follows audio not yet heard: it waits as long as the
+    /// stall lasts (timed as if it lasts `starvedCheckMs` more, so it is looked at again that
+    /// often), and comes once that audio arrives and is heard. One due before that followed audio
+    /// heard already, or the last the server sent before it stopped sending, and is not held.
     mutating func retimeHeld(_ m: Moment) {
         guard !held.isEmpty else { estimateCheckAtMs = nil; return }
+        var reconnecting = false
+        if case .reconnecting? = local.stream { reconnecting = true }
         let (delay, measured) = heardDelay(m)
-        guard measured else {
+        guard measured && !reconnecting else {
             if let at = estimateCheckAtMs, at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
             return
         }
         estimateCheckAtMs = nil
-        // While the output starves, the delay grows with the clock: timed as if the stall lasts
-        // `starvedCheckMs` more, so it is looked at again that often, not chased every millisecond.
-        let stalling = m.streamStarvedMs > 0 ? BridgeTuning.starvedCheckMs : 0
+        let starved = delay > 0 ? min(max(0, m.streamStarvedMs), delay) : 0
+        let unstarved = delay.subtracting(saturating: starved)
+        let dryMs = m.nowMs.subtracting(saturating: starved)
         var last = 0
         held.updateEach { h in
             let arrived = h.dueMs.subtracting(saturating: h.heldMs)
-            h.dueMs = max(arrived.adding(saturating: delay).adding(saturating: stalling), last)
+            var due = arrived.adding(saturating: unstarved)
+            if starved > 0 && due > dryMs.adding(saturating: BridgeTuning.starvedGraceMs) {
+                due = due.adding(saturating: starved).adding(saturating: BridgeTuning.starvedCheckMs)
+            }
+            h.dueMs = max(due, last)
             h.heldMs = h.dueMs.subtracting(saturating: arrived)
             last = h.dueMs
         }
         lastDueMs = last
+    }
+
+    /// The house's pause or stop, once shown while this computer listens, silences what it
+    /// decodes from then on, until where the house's resume is in the stream: music from before
+    /// the pause that a stall brings after Paused is shown is not heard under it (the house sends
+    /// silence while paused). The resume's audio is let through from `houseSilenceLeadMs` before
+    /// where the server's delay places it, and all of it once the resume is shown. Only the
+    /// house's state as Mopidy says it counts: with Mopidy unreachable, or never reached, the
+    /// stream plays what it gets.
+    mutating func followHouseSilence(_ m: Moment, _ fx: inout [Effect]) {
+        var wanted = HouseSilence.none
+        if config.heardSync && local.streamActive && server.connected && server.state != .playing {
+            if let resume = held.first(where: { $0.event.houseState == .playing }) {
+                let arrived = resume.dueMs.subtracting(saturating: resume.heldMs)
+                wanted = .until(onTimeMs: arrived.adding(saturating: serverDelayMs)
+                    .subtracting(saturating: BridgeTuning.houseSilenceLeadMs))
+            } else {
+                wanted = .untilTold
+            }
+        }
+        guard wanted != houseSilence else { return }
+        houseSilence = wanted
+        fx.append(.stream(.silence(wanted)))
+        fx.append(.log(.debug, "heard-now: the house's silence: \(wanted)"))
     }
 
     /// Applies the held events that are due, each at the moment it became due.

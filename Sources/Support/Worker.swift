@@ -14,6 +14,7 @@ public struct FIFO<Element> {
     public var first: Element? { head < items.count ? items[head] : nil }
 
     public func contains(where matches: (Element) -> Bool) -> Bool { items[head...].contains(where: matches) }
+    public func first(where matches: (Element) -> Bool) -> Element? { items[head...].first(where: matches) }
     public func last(where matches: (Element) -> Bool) -> Element? { items[head...].last(where: matches) }
 
     /// Changes each element in place, in order.

@@ -13,6 +13,9 @@ class KeepWarmTestCase: StreamAudioTestCase {
     /// A clean link named for the test; its stream URL and the moment (monotonic s) from which its
     /// log counts.
     func link(_ name: String) throws -> (url: String, since: Double) {
+        // A test after one that restarts Icecast starts once the source is back (a 404 is a
+        // connection more in the link's log).
+        _ = try rig.waitLive()
         let reply = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
         return (try XCTUnwrap(reply["stream_url"] as? String), Double(monotonicUs()) / 1_000_000)
     }

@@ -36,21 +36,61 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
             done.signal()
         }
         Thread.detachNewThread { [self] in
+            let pages = ogg ? OggUnwrapper(ring: ring) : nil
             let decoder = FLACDecoder(
-                container: ogg ? .ogg : .native,
+                container: .native,
                 read: { [ring] buf in
+                    if let pages { return pages.read(into: buf) }
                     if case .bytes(let n) = ring.read(into: buf) { return .bytes(n) }
                     return .end
                 },
-                frame: { [self] f in keep(f); return true },
+                frame: { [self] f in keep(f, arrivalMs: pages?.arrivalMs ?? ring.lastReadArrivalMs); return true },
                 corruption: {})
             _ = decoder?.run()
             done.signal()
         }
     }
 
-    private func keep(_ f: DecodedFrame) {
-        let arrivalUs = Int64(ring.lastReadArrivalMs) * 1000
+    /// Ogg pages to native FLAC as the bridge's input unwraps them (`OggPage.flacBody`), each
+    /// page dated by the read that completed it: the same dating as the bridge's, so the two
+    /// measures meet. (libFLAC's own Ogg reader waits to fill its buffer, dating audio up to
+    /// ~0.1 s late in music and seconds late in silence.)
+    private final class OggUnwrapper {
+        let ring: ByteRing
+        var splitter = OggPageSplitter()
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        var body: [UInt8] = []
+        var offset = 0
+        var lastSequence: UInt32? = nil
+        var openPacketKept = true
+        private(set) var arrivalMs = 0
+
+        init(ring: ByteRing) { self.ring = ring }
+
+        func read(into buf: UnsafeMutableRawBufferPointer) -> DecoderInput {
+            while offset >= body.count {
+                guard let page = splitter.next() else {
+                    guard case .bytes(let n) = scratch.withUnsafeMutableBytes({ ring.read(into: $0) }) else { return .end }
+                    splitter.feed(scratch[0..<n])
+                    arrivalMs = ring.lastReadArrivalMs
+                    continue
+                }
+                guard page.checksumValid else { continue }
+                let follows = openPacketKept && lastSequence.map { page.sequence == $0 &+ 1 } ?? false
+                lastSequence = page.sequence
+                openPacketKept = page.keepsOpenPacket(afterPageBefore: follows)
+                body = page.flacBody(afterPageBefore: follows)
+                offset = 0
+            }
+            let n = min(buf.count, body.count - offset)
+            body.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+            offset += n
+            return .bytes(n)
+        }
+    }
+
+    private func keep(_ f: DecodedFrame, arrivalMs: Int) {
+        let arrivalUs = Int64(arrivalMs) * 1000
         let shift = Int32(f.format.bitsPerSample - 16)
         guard let plane = f.planes[0] else { return }
         lock.lock()
