@@ -61,6 +61,13 @@ struct CushionPolicy {
         return true
     }
 
+    /// The waits seen so far no longer say what waits (a cut took from the backlog): the excess
+    /// is unknown until the frames span the window again.
+    mutating func restartWindow() {
+        recent.removeAll(keepingCapacity: true)
+        dropping = false
+    }
+
     /// What was dropped since the last call, ms (for the log and the figures).
     mutating func takeDropped() -> Int {
         defer { droppedUntold = 0 }

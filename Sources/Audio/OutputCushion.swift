@@ -5,9 +5,13 @@ import Support
 /// (`CushionTarget`, carried from one connection to the next in `StreamStats`).
 struct OutputCushion {
     private(set) var policy = CushionPolicy()
+    /// The way back towards live at a track change the server announced.
+    private(set) var change = ChangeCut()
     private(set) var target: CushionTarget
     /// The target last said in the log.
     private var toldTargetMs: Int
+    /// The heard delay before the drops since the last measure (for the log).
+    private var delayBeforeDropMs = 0
 
     init(learned: CushionTarget) {
         target = learned
@@ -22,17 +26,36 @@ struct OutputCushion {
         if target.neededAtMs != before { Log.debug("stream: bytes came \(target.lastGapMs) ms after the last, beyond the link's rhythm: a stall; cushion \(target.targetMs) ms") }
     }
 
-    /// A frame about to be played at `nowMs`: true when it is dropped instead.
-    mutating func drop(_ f: DecodedFrame, arrivalMs: Int, nowMs: Int) -> Bool {
+    /// A frame about to be played at `nowMs`, whose audio would have arrived at `onTimeMs` had
+    /// every page come on time, with the changes announced since the last frame (`ComingChanges`):
+    /// true when it is dropped instead. Digital silence (`CushionPolicy`) or the end of a track
+    /// before a change (`ChangeCut`).
+    mutating func drop(_ f: DecodedFrame, arrivalMs: Int, onTimeMs: Int?, changes: [Int], nowMs: Int) -> Bool {
         policy.extraMs = target.currentMs(nowMs: nowMs)
-        return policy.drop(frameMs: f.format.milliseconds(frames: f.samples), waitedMs: nowMs.subtracting(saturating: arrivalMs),
-                           silent: CushionPolicy.isSilent(f), nowMs: nowMs)
+        let frameMs = f.format.milliseconds(frames: f.samples)
+        change.announced(changes)
+        if policy.drop(frameMs: frameMs, waitedMs: nowMs.subtracting(saturating: arrivalMs), silent: CushionPolicy.isSilent(f), nowMs: nowMs) {
+            return true
+        }
+        let wasCutting = change.cut != nil
+        let dropped = change.drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: policy.excessMs(nowMs: nowMs))
+        // The waits measured before a cut say nothing of the backlog after it.
+        if wasCutting && change.cut == nil { policy.restartWindow() }
+        return dropped
+    }
+
+    /// What a measure of the delay tells: digital silence dropped since the last one, a cut
+    /// before a track change that ended since (ms), and the target when it changed.
+    struct Measured: Equatable {
+        var droppedMs = 0
+        var cutMs = 0
+        var newTargetMs: Int? = nil
     }
 
     /// At a measure of the delay, with the figures of the one before: an underrun since then
     /// (the output had nothing to play for longer than `underrunMs`) grows the target by what
     /// was missing. What was dropped since the last measure, and the target when it changed.
-    mutating func measured(since last: StreamFigures, nowMs: Int) -> (droppedMs: Int, newTargetMs: Int?) {
+    mutating func measured(since last: StreamFigures, nowMs: Int) -> Measured {
         // Not `starvedMs`: heard-now counts a stall only from `StreamTuning.starvedAfterMs`; an
         // underrun is any time the output had nothing to play.
         guard last.localDelayMs > 0, last.delayMeasuredAtMs > 0 else { return finish(nowMs: nowMs) }
@@ -44,10 +67,27 @@ struct OutputCushion {
         return finish(nowMs: nowMs)
     }
 
-    private mutating func finish(nowMs: Int) -> (droppedMs: Int, newTargetMs: Int?) {
+    private mutating func finish(nowMs: Int) -> Measured {
         let now = target.currentMs(nowMs: nowMs)
         defer { toldTargetMs = now }
-        return (policy.takeDropped(), now != toldTargetMs ? now : nil)
+        return Measured(droppedMs: policy.takeDropped(), cutMs: change.takeDropped().ms, newTargetMs: now != toldTargetMs ? now : nil)
+    }
+
+    /// At a measure of the heard delay (`delayMs`): what was dropped since the last one, and
+    /// the target when it changed, said in the log and the figures.
+    mutating func measured(delayMs: Int, stats: StreamStats, nowMs: Int) {
+        let m = measured(since: stats.snapshot, nowMs: nowMs)
+        if m.droppedMs > 0 {
+            Log.info("stream: dropped \(m.droppedMs) ms of digital silence to come back towards live; heard delay \(delayBeforeDropMs) → \(delayMs) ms")
+            stats.droppedForLive(ms: m.droppedMs)
+        }
+        if m.cutMs > 0 {
+            Log.info("stream: dropped \(m.cutMs) ms before the track change to come back towards live; heard delay \(delayBeforeDropMs) → \(delayMs) ms")
+            stats.droppedForLive(ms: m.cutMs)
+        }
+        if let t = m.newTargetMs { Log.info("stream: the cushion kept against stalls is \(t) ms") }
+        delayBeforeDropMs = delayMs
+        stats.cushion(target, backlogMs: backlogMs(nowMs: nowMs))
     }
 
     /// How long even the least waiting of the recent frames waited in the input (0 until known).

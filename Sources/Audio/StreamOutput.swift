@@ -31,8 +31,8 @@ final class StreamOutput: BurstWatcher {
     private var delay = HeardDelayEstimator()
     private var boundaryWatch = BoundaryWatch()
     private var cushion: OutputCushion
-    /// The heard delay before the drops since the last measure (for the log).
-    private var delayBeforeDropMs = 0
+    /// The changes the server announced, for the cushion's cut before each.
+    private var changes: ComingChanges { stats.comingChanges }
     private let converter = PCMConverter()
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
@@ -82,7 +82,8 @@ final class StreamOutput: BurstWatcher {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
                                   nowMs: monotonicMs(), answer: settings.onBoundary)
         }
-        let level = gain.value(onTimeMs: delay.onTimeMs(atPositionMs: atMs))
+        let onTimeMs = delay.onTimeMs(atPositionMs: atMs)
+        let level = gain.value(onTimeMs: onTimeMs)
         while true {
             if followWarmth() || joining {
                 converter.convert(f, volume: level, into: &pcm)
@@ -90,8 +91,9 @@ final class StreamOutput: BurstWatcher {
                 if !warm && join.isOverdue(nowMs: monotonicMs()) { endJoin() }
                 return !connection.ring.isCancelled
             }
-            // Behind live (a stall's burst waits in the input): digital silence is dropped, not played.
-            if cushion.drop(f, arrivalMs: arrivalMs, nowMs: monotonicMs()) {
+            // Behind live (a stall's burst waits in the input): digital silence, and the end of a
+            // track before a change the server announced, are dropped, not played.
+            if cushion.drop(f, arrivalMs: arrivalMs, onTimeMs: onTimeMs, changes: changes.take(), nowMs: monotonicMs()) {
                 delay.resumed()
                 return !connection.ring.isCancelled
             }
@@ -280,15 +282,7 @@ final class StreamOutput: BurstWatcher {
         let unwrittenMs = format.milliseconds(frames: sink.pendingBytes / format.sinkBytesPerFrame)
         guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: soundServerMs,
                                      unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
-        let now = monotonicMs()
-        let (dropped, newTargetMs) = cushion.measured(since: stats.snapshot, nowMs: now)
-        if dropped > 0 {
-            Log.info("stream: dropped \(dropped) ms of digital silence to come back towards live; heard delay \(delayBeforeDropMs) → \(ms) ms")
-            stats.droppedForLive(ms: dropped)
-        }
-        if let newTargetMs { Log.info("stream: the cushion kept against stalls is \(newTargetMs) ms") }
-        delayBeforeDropMs = ms
-        stats.cushion(cushion.target, backlogMs: cushion.backlogMs(nowMs: now))
+        cushion.measured(delayMs: ms, stats: stats, nowMs: monotonicMs())
         // A jump of the measure is said with its parts (--verbose): what moved it.
         if abs(ms - loggedDelayMs) > 250 {
             loggedDelayMs = ms

@@ -35,6 +35,9 @@ final class StreamStats: Sendable {
     /// to the next, and the input's backlog.
     var cushionTarget: CushionTarget { learned.withLock { $0 } }
     private let learned = Mutex(CushionTarget())
+    /// The track changes the server announced, where the output may cut the end of a track to
+    /// come back towards live (`ChangeCut`); from one connection's output to the next.
+    let comingChanges = ComingChanges()
 
     func cushion(_ target: CushionTarget, backlogMs: Int) {
         learned.withLock { $0 = target }
