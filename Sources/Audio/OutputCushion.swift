@@ -12,6 +12,8 @@ struct OutputCushion {
     private var toldTargetMs: Int
     /// The heard delay before the drops since the last measure (for the log).
     private var delayBeforeDropMs = 0
+    /// What the sound server held at the last measure (for the log).
+    private var lastSinkMs = 0
 
     init(learned: CushionTarget) {
         target = learned
@@ -37,8 +39,13 @@ struct OutputCushion {
         if policy.drop(frameMs: frameMs, waitedMs: nowMs.subtracting(saturating: arrivalMs), silent: CushionPolicy.isSilent(f), nowMs: nowMs) {
             return true
         }
-        let wasCutting = change.cut != nil
-        let dropped = change.drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: policy.excessMs(nowMs: nowMs))
+        let wasCutting = change.cut != nil, coming = change.changes.count
+        let excess = policy.excessMs(nowMs: nowMs)
+        let dropped = change.drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: excess)
+        if change.changes.count < coming {
+            Log.debug("stream: a track change \(change.cut.map { "in \($0.toMs - (onTimeMs ?? 0)) ms: cut from \($0.fromMs - (onTimeMs ?? 0)) ms" } ?? "passed"); "
+                      + "backlog \(excess.map(String.init) ?? "unknown") ms above the cushion, sound server \(lastSinkMs) ms")
+        }
         // The waits measured before a cut say nothing of the backlog after it.
         if wasCutting && change.cut == nil { policy.restartWindow() }
         return dropped
@@ -77,6 +84,7 @@ struct OutputCushion {
     /// the target when it changed, said in the log and the figures.
     mutating func measured(delayMs: Int, stats: StreamStats, nowMs: Int) {
         let m = measured(since: stats.snapshot, nowMs: nowMs)
+        lastSinkMs = stats.snapshot.bufferedMs
         if m.droppedMs > 0 {
             Log.info("stream: dropped \(m.droppedMs) ms of digital silence to come back towards live; heard delay \(delayBeforeDropMs) → \(delayMs) ms")
             stats.droppedForLive(ms: m.droppedMs)
