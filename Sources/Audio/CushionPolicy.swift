@@ -37,6 +37,9 @@ struct CushionPolicy {
         self.windowMs = max(0, windowMs)
     }
 
+    /// How long the newest frame's bytes waited before it was decoded (nil before the first).
+    var lastWaitMs: Int? { recent.last?.waitedMs }
+
     /// The least wait of the frames within the last `windowMs`, above `extraMs`; nil when the
     /// frames seen so far span less than the window.
     func excessMs(nowMs: Int) -> Int? {

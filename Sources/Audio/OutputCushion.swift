@@ -67,9 +67,14 @@ struct OutputCushion {
         // underrun is any time the output had nothing to play.
         guard last.localDelayMs > 0, last.delayMeasuredAtMs > 0 else { return finish(nowMs: nowMs) }
         let starved = max(0, nowMs.subtracting(saturating: last.delayMeasuredAtMs).subtracting(saturating: last.bufferedMs))
-        if starved > Self.underrunMs {
+        // The frame that ended it had been here longer than the output went without: the audio
+        // was here, the decoder late (a busy machine), and no cushion would have ridden it out.
+        let machines = (policy.lastWaitMs ?? 0) >= starved
+        if starved > Self.underrunMs && !machines {
             target.underran(starvedMs: starved, backlogMs: last.inputBacklogMs, nowMs: nowMs)
-            Log.debug("stream: the output had nothing to play for \(starved) ms; cushion \(target.targetMs) ms")
+        }
+        if starved > Self.underrunMs {
+            Log.debug("stream: the output had nothing to play for \(starved) ms\(machines ? " with the audio here (a busy machine)" : ""); cushion \(target.targetMs) ms")
         }
         return finish(nowMs: nowMs)
     }

@@ -44,3 +44,29 @@ final class OutputCushionTests: XCTestCase {
         XCTAssertEqual(c.measured(since: StreamFigures(), nowMs: 31_000).newTargetMs, 0, "let go after 30 s clean")
     }
 }
+
+extension OutputCushionTests {
+    /// The output went without while the audio was here (the frame that ended it had waited
+    /// longer): a busy machine, which no cushion rides out; the target stays. Audio that came
+    /// only then ends a stall of the link, which grows it.
+    func testAnUnderrunWithTheAudioHereIsTheMachines() {
+        let format = AudioFormat(sampleRate: 1000, channels: 1, bitsPerSample: 16)
+        let plane = [Int32](repeating: 4000, count: 100)
+        func decoded(_ c: inout OutputCushion, waitedMs: Int, nowMs: Int) {
+            plane.withUnsafeBufferPointer { l in
+                let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
+                planes.withUnsafeBufferPointer { p in
+                    let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
+                    XCTAssertFalse(c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: nil, changes: [], nowMs: nowMs))
+                }
+            }
+        }
+        var busy = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        decoded(&busy, waitedMs: 500, nowMs: 1490)
+        XCTAssertNil(busy.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 400), nowMs: 1500).newTargetMs)
+        XCTAssertEqual(busy.target.targetMs, 0)
+        var stalled = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        decoded(&stalled, waitedMs: 5, nowMs: 1490)
+        XCTAssertEqual(stalled.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 0), nowMs: 1500).newTargetMs, 200)
+    }
+}
