@@ -85,24 +85,26 @@ extension DaemonTestCase {
         // The house changes track every 10 s, from 2.5 s after each phase's plan; the phases follow
         // the clock (a schedule of the stimulus, not a wait for its effect).
         var nextChangeUs = monotonicUs() + 2_500_000
+        // The status about every second while the phases run, on this thread.
+        let samples = StatusSamples()
+        func until(_ us: Int64) -> Bool {
+            waitUntil(15) {
+                if samples.due { samples.add(statusObject()) }
+                return monotonicUs() >= us
+            }
+        }
         func phase(_ plan: [String: Any], seconds: Double) throws -> Int64 {
             let reply = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": plan]) as? [String: Any])
             let sinceUs = Int64(try XCTUnwrap(reply["since"] as? Double) * 1_000_000)
             let endUs = sinceUs + Int64(seconds * 1_000_000)
             while nextChangeUs < endUs {
-                XCTAssertTrue(waitUntil(12) { monotonicUs() >= nextChangeUs })
+                XCTAssertTrue(until(nextChangeUs))
                 try rig.rpc("core.playback.next")
                 nextChangeUs += 10_000_000
             }
-            XCTAssertTrue(waitUntil(12) { monotonicUs() >= endUs })
+            XCTAssertTrue(until(endUs))
             return sinceUs
         }
-        let env = rig.clientEnvironment
-        let samples = StatusSamples {
-            let out = (try? runCommand([DaemonTestCase.binary.path, "status", "--json"], env: env).out) ?? ""
-            return (try? JSONSerialization.jsonObject(with: Data(out.utf8)) as? [String: Any]) ?? [:]
-        }
-        defer { samples.stop() }
         let cleanUs = try phase([:], seconds: 25)
         // The first stall is longer than all a bridge may hold at its join (~2 s): it surely
         // underruns and leaves a backlog. Then four of 1500 ms, the last over at 31.5 s.
@@ -112,7 +114,7 @@ extension DaemonTestCase {
         let healedUs = try phase([:], seconds: 70)
         let endUs = monotonicUs()
         // The last change is heard (a window of the clean link, not an event).
-        XCTAssertTrue(waitUntil(10) { monotonicUs() - endUs > 6_000_000 })
+        XCTAssertTrue(until(endUs + 6_000_000))
         let figures = statusObject()
         let linkLog = (try rig.command(["cmd": "link_log", "name": name, "since": Double(cleanUs) / 1e6]) as? [String: Any])?["events"]
             as? [[String: Any]] ?? []
@@ -209,29 +211,15 @@ final class PipeWireCushionChangeTests: DaemonTestCase {
     func testTheBacklogGoesAtATrackChange() throws { try cushionComesBackTowardsLiveAtTrackChanges() }
 }
 
-/// `groove-bridge status` every second on a thread of its own, with when: the cushion's figures
-/// over a run.
+/// `groove-bridge status` about every second, with when: the cushion's figures over a run.
 final class StatusSamples: @unchecked Sendable {
     private let lock = NSLock()
     private var list: [(us: Int64, o: [String: Any])] = []
-    private var stopped = false
-    private let done = DispatchSemaphore(value: 0)
 
-    init(_ read: @escaping @Sendable () -> [String: Any]) {
-        Thread.detachNewThread { [self] in
-            while !(lock.withLock { stopped }) {
-                let o = read()
-                lock.withLock { list.append((monotonicUs(), o)) }
-                usleep(1_000_000)
-            }
-            done.signal()
-        }
-    }
+    /// A second since the last sample.
+    var due: Bool { lock.withLock { (list.last?.us ?? 0) + 1_000_000 <= monotonicUs() } }
 
-    func stop() {
-        lock.withLock { stopped = true }
-        done.wait()
-    }
+    func add(_ o: [String: Any]) { lock.withLock { list.append((monotonicUs(), o)) } }
 
     func last(beforeUs: Int64) -> [String: Any]? { lock.withLock { list.last { $0.us < beforeUs }?.o } }
 
