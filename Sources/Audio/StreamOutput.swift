@@ -17,7 +17,7 @@ final class StreamOutput: BurstWatcher {
         var onBoundary: (BoundaryHeard) -> Void = { _ in }
     }
 
-    private let connection: StreamConnection
+    private var connection: StreamConnection
     private let settings: Settings
     private let loop: AudioLoop
     private let stats: StreamStats
@@ -103,6 +103,13 @@ final class StreamOutput: BurstWatcher {
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }
         return played(bytes, format: f.format, sink: sink)
+    }
+
+    /// A switch took over from the connection at a frame boundary: the same audio goes on from
+    /// `next`, through this output (its sink, join, heard delay and boundary watch carry on).
+    func follow(_ next: StreamConnection) {
+        connection = next
+        pausesSeen = next.warmth.pauses
     }
 
     /// The data paused: the burst is over if a join buffer's worth is held. (Also the end of
