@@ -139,6 +139,12 @@ final class SwitchFollower {
         }
         drain(a.connection)
         let waitedMs = monotonicMs() - a.requestedMs
+        let held = aligner.bytes
+        if held.count >= StreamTuning.sniffBytes || (ended && !held.isEmpty),
+           StreamSniffer.classify(Array(held.prefix(StreamTuning.sniffBytes)), contentType: a.connection.contentType,
+                                  url: a.connection.url) != .success(kind) {
+            return fresh(a, why: "the new connection is not the same kind of stream")
+        }
         switch aligner.verdict(at: sample, sampleRate: format.sampleRate) {
         case .ready(let prefix):
             Log.info("stream: \(a.connection.url) lined up at sample \(sample), \(waitedMs) ms after asking; switching there")
