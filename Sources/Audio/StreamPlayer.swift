@@ -109,7 +109,7 @@ public final class StreamPlayer: @unchecked Sendable {
     /// (`switchOrReconnect`); a connection kept warm is closed. Only a new `keepWarmSeconds` is applied as it is: to the
     /// pause under way, timed from its start.
     public func update(config: StreamConfig) {
-        let onlyWarmth = monitor.withLock { () -> Bool in
+        let old = monitor.withLock { () -> StreamConfig? in
             var old = _config
             old.keepWarmSeconds = config.keepWarmSeconds
             _config = config
@@ -119,9 +119,9 @@ public final class StreamPlayer: @unchecked Sendable {
             } else if !wanted {
                 endWarmLocked()
             }
-            return old == config
+            return old == config ? nil : old
         }
-        if !onlyWarmth { switchOrReconnect() }
+        if let old { switchOrReconnect(from: old) }
     }
 
     public var config: StreamConfig { monitor.withLock { _config } }

@@ -49,14 +49,16 @@ final class SwitchAttempt: @unchecked Sendable {
 }
 
 extension StreamPlayer {
-    /// A new configuration while playing: the new connection is made first and taken over at the
-    /// same sample (`SwitchFollower`); otherwise (nothing heard, or not yet) the old one is dropped
-    /// and the new one made, as for Play. A switch under way is replaced by the newer one.
-    func switchOrReconnect() {
+    /// A new configuration (`_config`, was `old`) while playing: the new connection is made first
+    /// and taken over at the same sample (`SwitchFollower`); otherwise (nothing heard, or not yet,
+    /// or the output itself changes: another sink, sound server or join) the old one is dropped and
+    /// the new one made, as for Play. A switch under way is replaced by the newer one.
+    func switchOrReconnect(from old: StreamConfig) {
         let made = monitor.withLock { () -> Bool in
-            pendingSwitch?.connection.ring.cancel()
-            pendingSwitch = nil
-            guard wanted, status == .playing, let c = current, c.warmUntilMs == nil, !c.ring.isCancelled else { return false }
+            dropSwitchLocked()
+            let sameOutput = old.sink == _config.sink && old.pulseServer == _config.pulseServer
+                && old.joinBufferMs == _config.joinBufferMs
+            guard sameOutput, wanted, status == .playing, let c = current, c.warmUntilMs == nil, !c.ring.isCancelled else { return false }
             let ring = ByteRing(capacity: _config.ringBytes, wake: { [loop] in loop.wake() })
             let next = StreamConnection(ring: ring, url: redactedURL(_config.url), generation: generation)
             let attempt = SwitchAttempt(connection: next, config: _config, requestedMs: monotonicMs())
@@ -116,6 +118,8 @@ final class SwitchFollower {
     private var aligner = SwitchAligner(ogg: true, maxBytes: 0, maxApartSamples: 0)
     private var firstByteMs = 0
     private var ended = false
+    /// The new connection's start was sniffed as the same kind of stream as the old one's.
+    private var sameKind = false
     private var scratch = [UInt8](repeating: 0, count: StreamTuning.oggReadBytes)
 
     init(player: StreamPlayer, kind: StreamKind) {
@@ -127,26 +131,31 @@ final class SwitchFollower {
     /// write it).
     func look(at sample: Int64, format: AudioFormat) -> Step? {
         guard let a = player.switchUnderWay else {
-            attempt = nil
+            if attempt != nil { forget() }
             return nil
         }
         if a !== attempt {
+            forget()
             attempt = a
             aligner = SwitchAligner(ogg: kind == .oggFLAC, maxBytes: StreamTuning.switchHoldBytes,
                                     maxApartSamples: Int64(format.sampleRate) * StreamTuning.switchApartSeconds)
             firstByteMs = 0
             ended = false
+            sameKind = false
         }
         drain(a.connection)
         let waitedMs = monotonicMs() - a.requestedMs
         let held = aligner.bytes
-        if held.count >= StreamTuning.sniffBytes || (ended && !held.isEmpty),
-           StreamSniffer.classify(Array(held.prefix(StreamTuning.sniffBytes)), contentType: a.connection.contentType,
-                                  url: a.connection.url) != .success(kind) {
-            return fresh(a, why: "the new connection is not the same kind of stream")
+        if !sameKind && (held.count >= StreamTuning.sniffBytes || (ended && !held.isEmpty)) {
+            guard StreamSniffer.classify(Array(held.prefix(StreamTuning.sniffBytes)), contentType: a.connection.contentType,
+                                         url: a.connection.url) == .success(kind) else {
+                return fresh(a, why: "the new connection is not the same kind of stream")
+            }
+            sameKind = true
         }
         switch aligner.verdict(at: sample, sampleRate: format.sampleRate) {
         case .ready(let prefix):
+            forget()
             Log.info("stream: \(a.connection.url) lined up at sample \(sample), \(waitedMs) ms after asking; switching there")
             return .aligned(a, prefix: prefix, from: sample)
         case .impossible(let why):
@@ -171,9 +180,16 @@ final class SwitchFollower {
         }
     }
 
+    /// What was held of a switch that is over (taken or dropped) is let go.
+    private func forget() {
+        attempt = nil
+        aligner = SwitchAligner(ogg: true, maxBytes: 0, maxApartSamples: 0)
+    }
+
     private func fresh(_ a: SwitchAttempt, why: String) -> Step {
         Log.warning("stream: cannot line \(a.connection.url) up with what plays: \(why); switching as a reconnect would")
         let bytes = aligner.bytes
+        forget()
         guard !bytes.isEmpty else { return .fresh(a, nil) }
         let kind = StreamSniffer.classify(bytes, contentType: a.connection.contentType, url: a.connection.url)
         return .fresh(a, StreamInput.Start(head: bytes, kind: kind, firstByteMs: firstByteMs))
