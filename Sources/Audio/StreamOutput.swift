@@ -105,6 +105,14 @@ final class StreamOutput: BurstWatcher {
         return played(bytes, format: f.format, sink: sink)
     }
 
+    /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
+    /// sound server holds and what is still to go to it. Nil without a timing report.
+    func heardAtMs(ofNewest ms: Int) -> Int? {
+        guard let sink, let us = sink.latencyUs() else { return nil }
+        let unwrittenMs = sink.format.milliseconds(frames: sink.pendingBytes / sink.format.sinkBytesPerFrame)
+        return monotonicMs() + us / 1000 + unwrittenMs - ms
+    }
+
     /// A switch took over from the connection at a frame boundary: the same audio goes on from
     /// `next`, through this output (its sink, join, heard delay and boundary watch carry on).
     func follow(_ next: StreamConnection) {

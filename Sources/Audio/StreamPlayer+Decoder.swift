@@ -104,18 +104,22 @@ extension StreamPlayer {
                                                 read: { buf in input.read(into: buf) },
                                                 frame: { f in
                     let end = f.firstSample.addingReportingOverflow(Int64(f.samples)).partialValue
+                    var first = false
                     if let from = dropBefore {
                         if end <= from { return true }
                         if f.firstSample != from {
                             Log.warning("stream: after the switch the audio goes on at sample \(f.firstSample), not \(from)")
                         }
                         dropBefore = nil
+                        first = true
                     } else if let s = follower.look(at: f.firstSample, format: f.format) {
                         step = s
                         return false
                     }
                     last = (end, f.format)
-                    return output.write(f, arrivalMs: input.arrivalMs, skippedSamples: input.takeSkippedSamples())
+                    let going = output.write(f, arrivalMs: input.arrivalMs, skippedSamples: input.takeSkippedSamples())
+                    if first { self.stats.switched(heardAtMs: output.heardAtMs(ofNewest: f.format.milliseconds(frames: f.samples))) }
+                    return going
                 }, corruption: { [stats] in stats.lostSync() }) else {
                     c.fail("cannot start the FLAC decoder (out of memory)")
                     return Decoded(sink: output.sink, last: c)

@@ -26,9 +26,9 @@ enum SwitchHearing {
     /// The largest jump off a sine of `freq` Hz, relative to its amplitude: a sine satisfies
     /// x[n+1] = 2 cos(ω) x[n] − x[n−1]; audio repeated, skipped or cut makes the remainder jump
     /// (a phase jump of δ gives about δ), where a whole sine leaves only rounding (~0.001). Not
-    /// at the edges of a silence (8 samples and more near 0; the rig's sine is near 0 for a
+    /// within 10 ms of a silence (8 samples and more near 0; the rig's sine is near 0 for a
     /// sample at a crossing): a dropout is judged as a silence (PipeWire's graph drops ~5 ms now
-    /// and then on a loaded machine, with or without a switch).
+    /// and then on a loaded machine, with or without a switch, and its edges are no sine).
     static func largestJump(_ w: [Int16], freq: Int) -> Double {
         guard w.count > 3 else { return 0 }
         var nearSilence = [Bool](repeating: false, count: w.count)
@@ -36,7 +36,8 @@ enum SwitchHearing {
         for (i, v) in w.enumerated() {
             run = abs(Int(v)) <= 4 ? run + 1 : 0
             if run >= 8 {
-                for j in max(0, i - run - 2)...min(w.count - 1, i + 2) { nearSilence[j] = true }
+                let margin = Recorder.rate / 100
+                for j in max(0, i - run - margin)...min(w.count - 1, i + margin) { nearSilence[j] = true }
             }
         }
         let k = 2 * cos(2 * Double.pi * Double(freq) / Double(Recorder.rate))
@@ -104,8 +105,18 @@ class SeamlessSwitchTestCase: StreamAudioTestCase {
                          (opened[0] - Double(switchAtUs) / 1e6) * 1000, (closedAt - opened[0]) * 1000))
         }
         XCTAssertEqual(Array(log.all.dropFirst(statusesBefore)), [], "\(what): the status moved: \(log.all)")
-        let before = heard(fromUs: switchAtUs - 3_000_000, toUs: switchAtUs)
-        let around = heard(fromUs: switchAtUs, toUs: switchAtUs + 4_000_000)
+        // Where the switch is heard (the player's figure, from the sound server's timing): the
+        // 0.6 s around it against 0.6 s before the switch was asked for. A loaded machine
+        // underruns now and then anywhere; the switch must add nothing where it lands.
+        let f = p.currentFigures
+        XCTAssertEqual(f.seamlessSwitches, 1, "\(what): not switched at the same sample")
+        let heardUs = Int64(try XCTUnwrap(f.lastSwitchHeardAtMs, "\(what): the switch not placed")) * 1000
+        XCTAssertTrue(heardUs > switchAtUs && heardUs < switchAtUs + 4_000_000,
+                      "\(what): the switch heard \(heardUs - switchAtUs) µs after it was asked for")
+        XCTAssertTrue(waitUntil(3) { monotonicUs() > heardUs + 600_000 })
+        print(String(format: "%@: the switch heard %.0f ms after it was asked for", what, Double(heardUs - switchAtUs) / 1000))
+        let before = heard(fromUs: switchAtUs - 800_000, toUs: switchAtUs - 200_000)
+        let around = heard(fromUs: heardUs - 300_000, toUs: heardUs + 300_000)
         XCTAssertEqual(Tone.dominant(around, rate: Recorder.rate, candidates: tones), tone, "\(what): another tone around the switch")
         let (quietBefore, quietAround) = (SwitchHearing.longestSilenceMs(before), SwitchHearing.longestSilenceMs(around))
         let (jumpBefore, jumpAround) = (SwitchHearing.largestJump(before, freq: tone), SwitchHearing.largestJump(around, freq: tone))
