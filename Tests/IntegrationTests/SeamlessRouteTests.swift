@@ -88,9 +88,11 @@ final class PipeWireSeamlessRouteTests: SeamlessRouteTestCase {
     func testGoingHomeAtATrackChangeAddsNoSilence() throws { try goingHomeAtATrackChangeAddsNoSilence() }
 }
 
-/// A reload with another stream URL (Icecast direct to nginx's proxy of the same mount), with the
-/// groove-bridge binary reading a configuration file and reloaded by SIGHUP: switched at the same
-/// sample, mid-track, as `SeamlessSwitchTests` checks the stream player alone.
+/// A reload with another stream URL (one rig link to Icecast to another), with the groove-bridge
+/// binary reading a configuration file and reloaded by SIGHUP: switched at the same sample,
+/// mid-track, as `SeamlessSwitchTests` checks the stream player alone. The old link's close
+/// places the switch: the 1.2 s from just before it through the sound server's buffer after it
+/// is held against 1.2 s before the reload.
 class SeamlessReloadTestCase: DaemonTestCase {
     var configFile: URL { configDir.appendingPathComponent("config") }
 
@@ -100,9 +102,11 @@ class SeamlessReloadTestCase: DaemonTestCase {
         chmod(configFile.path, 0o600)
     }
 
+    var links: (a: String, b: String) { ("reload-a-\(Self.soundKind)", "reload-b-\(Self.soundKind)") }
+
     override func setUpWithError() throws {
         rig = try Rig.get()
-        try writeConfig(streamURL: rig.info.stream_url)
+        try writeConfig(streamURL: try rig.link(links.a).ogg)
         try super.setUpWithError()
         recorder = try Recorder(rig: rig, sound: sound)
     }
@@ -122,15 +126,24 @@ class SeamlessReloadTestCase: DaemonTestCase {
         XCTAssertTrue(waitUntil(10) { monotonicUs() - seekAtUs > 6_000_000 })
         let tone = try expectedTone()
         XCTAssertEqual(rec.recentTone(ms: 300, candidates: tones), tone)
+        let newURL = try rig.link(links.b).ogg
+        let since = Double(monotonicUs()) / 1e6
         let reloadAtUs = monotonicUs()
-        try writeConfig(streamURL: rig.info.nginx_stream_url)
+        try writeConfig(streamURL: newURL)
         kill(daemon.processIdentifier, SIGHUP)
-        XCTAssertTrue(waitUntil(10) { monotonicUs() - reloadAtUs > 4_500_000 })
+        var closes: [Double] = []
+        XCTAssertTrue(try waitUntil(10) { closes = try rig.linkEvents(links.a, "close", since: since); return !closes.isEmpty },
+                      "the old connection was not closed")
+        let opens = try rig.linkEvents(links.b, "open", since: since)
+        XCTAssertEqual(opens.count, 1, "\(opens)")
+        let closedUs = Int64((closes.first ?? 0) * 1e6)
+        XCTAssertLessThan(opens.first ?? .infinity, closes.first ?? 0, "the old connection closed before the new one opened")
+        XCTAssertTrue(waitUntil(5) { monotonicUs() > closedUs + 1_200_000 })
         func heard(_ fromUs: Int64, _ toUs: Int64) -> [Int16] {
             let a = rec.index(atTime: fromUs), b = rec.index(atTime: toUs)
             return rec.window(a, max(0, b - a))
         }
-        let before = heard(reloadAtUs - 2_500_000, reloadAtUs), around = heard(reloadAtUs, reloadAtUs + 4_500_000)
+        let before = heard(reloadAtUs - 1_400_000, reloadAtUs - 200_000), around = heard(closedUs - 200_000, closedUs + 1_000_000)
         let (quietBefore, quietAround) = (SwitchHearing.longestSilenceMs(before), SwitchHearing.longestSilenceMs(around))
         let jumpAround = SwitchHearing.largestJump(around, freq: tone)
         print(String(format: "reload to another stream URL: longest silence %.1f ms before, %.1f ms around; largest jump off the sine %.4f before, %.4f around",
@@ -138,10 +151,10 @@ class SeamlessReloadTestCase: DaemonTestCase {
         XCTAssertEqual(Tone.dominant(around, rate: Recorder.rate, candidates: tones), tone, "another tone around the reload")
         XCTAssertLessThanOrEqual(quietAround, quietBefore + 10, "silence at the reload's switch")
         XCTAssertLessThan(jumpAround, 0.02, "the sine jumps at the reload's switch (audio repeated or skipped)")
-        XCTAssertTrue(status().contains(rig.info.nginx_stream_url), status())
+        XCTAssertTrue(status().contains(newURL), status())
         XCTAssertEqual(try playerctl("status"), "Playing")
         let text = daemonLog()  // stops the bridge
-        XCTAssertTrue(text.contains("\(rig.info.nginx_stream_url) lined up at sample"), text)
+        XCTAssertTrue(text.contains("\(newURL) lined up at sample"), text)
     }
 }
 

@@ -10,6 +10,21 @@ import XCTest
 /// margin) and the sine goes on without a jump of phase (nothing repeated or skipped); the status
 /// never leaves Playing; the old connection closes only after the new one opened (the rig's
 /// links log both). A switch that cannot be lined up (another kind of stream) still plays.
+extension Rig {
+    /// A clean link of the rig's named `name`: its Ogg and native stream URLs.
+    func link(_ name: String) throws -> (ogg: String, native: String) {
+        let reply = try XCTUnwrap(command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
+        return (try XCTUnwrap(reply["stream_url"] as? String), try XCTUnwrap(reply["native_stream_url"] as? String))
+    }
+
+    /// When (monotonic s) the link `name` logged `event` ("open", "close") since `since`.
+    func linkEvents(_ name: String, _ event: String, since: Double) throws -> [Double] {
+        let log = try XCTUnwrap(command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
+        return try XCTUnwrap(log["events"] as? [[String: Any]]).filter { $0["event"] as? String == event }
+            .compactMap { $0["t"] as? Double }
+    }
+}
+
 /// What a switch may not be heard as, in a recording of one of the rig's steady tones.
 enum SwitchHearing {
     /// The longest run of near-silent samples (|x| ≤ 4 of 32767: a sine of the rig's level is
@@ -51,17 +66,10 @@ enum SwitchHearing {
 }
 
 class SeamlessSwitchTestCase: StreamAudioTestCase {
-    /// A clean link of the rig's named `name`: its Ogg and native stream URLs.
-    func link(_ name: String) throws -> (ogg: String, native: String) {
-        let reply = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
-        return (try XCTUnwrap(reply["stream_url"] as? String), try XCTUnwrap(reply["native_stream_url"] as? String))
-    }
+    func link(_ name: String) throws -> (ogg: String, native: String) { try rig.link(name) }
 
-    /// When (monotonic s) the link `name` logged `event` ("open", "close") since `since`.
     func linkEvents(_ name: String, _ event: String, since: Double) throws -> [Double] {
-        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
-        return try XCTUnwrap(log["events"] as? [[String: Any]]).filter { $0["event"] as? String == event }
-            .compactMap { $0["t"] as? Double }
+        try rig.linkEvents(name, event, since: since)
     }
 
     /// The recording from `fromUs` to `toUs` (monotonic µs).
