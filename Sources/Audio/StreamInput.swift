@@ -14,7 +14,9 @@ protocol BurstWatcher: AnyObject {
 }
 
 /// Bytes from the ring to libFLAC, on the decoder thread: the sniffed start first; Ogg page by
-/// page, ending the decoder at the start of a new chained logical stream. Also tells when the
+/// page, unwrapped to native FLAC (libFLAC's own Ogg reader waits to fill its whole buffer, which
+/// in silence, pages of 100 bytes every half second, takes a minute), ending the decoder at the
+/// start of a new chained logical stream. Also tells when the
 /// bytes being decoded arrived, for the heard delay. Not thread-safe.
 final class StreamInput {
     /// The start of a connection's bytes and what they are.
@@ -60,6 +62,8 @@ final class StreamInput {
     private var page: [UInt8] = []
     private var pageOffset = 0
     private var serial: UInt32? = nil
+    /// The sequence number of the last page handed on.
+    private var lastSequence: UInt32? = nil
     /// The current decoder reached the first page of a new chained logical stream.
     private var chainBoundary = false
     private var pendingPage: (page: OggPage, arrivalMs: Int)? = nil
@@ -146,7 +150,11 @@ final class StreamInput {
                 return .end
             }
             serial = next.page.serial
-            page = next.page.bytes
+            // A packet continued from a page not handed on (skipped at the join, corrupt) is
+            // left out: its tail would cost libFLAC a lost sync.
+            let follows = lastSequence.map { next.page.sequence == $0 &+ 1 } ?? false
+            lastSequence = next.page.sequence
+            page = next.page.flacBody(afterPageBefore: follows)
             pageOffset = 0
         }
         let n = copy(page, from: pageOffset, into: buf)

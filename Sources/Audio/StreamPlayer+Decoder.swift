@@ -100,7 +100,8 @@ extension StreamPlayer {
         var last: (end: Int64, format: AudioFormat)? = nil
         while true {
             while !c.ring.isCancelled && step == nil {
-                guard let decoder = FLACDecoder(container: kind == .oggFLAC ? .ogg : .native,
+                // Native FLAC for both: the input unwraps Ogg pages itself (`OggPage.flacBody`).
+                guard let decoder = FLACDecoder(container: .native,
                                                 read: { buf in input.read(into: buf) },
                                                 frame: { f in
                     let end = f.firstSample.addingReportingOverflow(Int64(f.samples)).partialValue

@@ -86,6 +86,39 @@ public struct OggPage: Equatable, Sendable {
     }
 }
 
+extension OggPage {
+    /// The page sequence number (RFC 3533): one more on each page of a logical stream.
+    public var sequence: UInt32 {
+        guard bytes.count >= 22 else { return 0 }
+        return UInt32(bytes[18]) | UInt32(bytes[19]) << 8 | UInt32(bytes[20]) << 16 | UInt32(bytes[21]) << 24
+    }
+
+    /// This page's part of the native FLAC stream its packets carry (the Ogg FLAC mapping: each
+    /// audio packet is a frame; the first header packet is a 9-byte preamble, 0x7F "FLAC",
+    /// version and header count, then "fLaC" and STREAMINFO; each other header packet one
+    /// metadata block): the packets' bytes back to back, without the preamble. The start of a
+    /// packet begun on an earlier page is left out unless `afterPageBefore` (that page was
+    /// handed on just before).
+    public func flacBody(afterPageBefore: Bool) -> [UInt8] {
+        guard bytes.count >= 27 else { return [] }
+        let segments = Int(bytes[26])
+        var from = 27 + segments
+        guard from <= bytes.count else { return [] }
+        if bytes[5] & 0x01 != 0 && !afterPageBefore {
+            // The continued packet: up to and including the first lacing value below 255.
+            for k in 0..<segments {
+                from += Int(bytes[27 + k])
+                if bytes[27 + k] < 255 { break }
+            }
+            from = min(from, bytes.count)
+        }
+        if beginsStream && bytes.count - from >= 9 && bytes[from] == 0x7F && Array(bytes[from + 1..<from + 5]) == Array("FLAC".utf8) {
+            from += 9
+        }
+        return Array(bytes[from...])
+    }
+}
+
 private let oggCRCTable: [UInt32] = (0..<256).map { i -> UInt32 in
     var r = UInt32(i) << 24
     for _ in 0..<8 { r = r & 0x8000_0000 != 0 ? (r << 1) ^ 0x04C1_1DB7 : r << 1 }

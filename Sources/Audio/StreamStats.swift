@@ -23,10 +23,11 @@ final class StreamStats: Sendable {
 
     func joined(skippedMs: Int) { figures.withLock { $0.skippedAtJoinMs = skippedMs } }
 
-    func output(bufferedMs: Int, delayMs: Int) {
+    func output(bufferedMs: Int, delayMs: Int, atMs: Int = monotonicMs()) {
         figures.withLock {
             $0.bufferedMs = bufferedMs
             $0.localDelayMs = delayMs
+            $0.delayMeasuredAtMs = atMs
         }
     }
 

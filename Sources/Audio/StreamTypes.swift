@@ -1,4 +1,5 @@
 import Net
+import Support
 
 public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
     case stopped
@@ -66,7 +67,23 @@ public struct StreamFigures: Sendable, Equatable {
     /// decoded audio not yet written to it, and the received bytes not yet decoded. 0 when not
     /// playing. Updated with every write.
     public var localDelayMs = 0
+    /// When `localDelayMs` and `bufferedMs` were measured, monotonic ms (0: never).
+    public var delayMeasuredAtMs = 0
     public init() {}
+
+    /// How long the sound output has had nothing to play at `nowMs`: the time since the last
+    /// write beyond what the sound server then held. 0 while audio flows.
+    public func starvedMs(atMs nowMs: Int) -> Int {
+        guard localDelayMs > 0, delayMeasuredAtMs > 0 else { return 0 }
+        return max(0, nowMs.subtracting(saturating: delayMeasuredAtMs).subtracting(saturating: bufferedMs))
+    }
+
+    /// The delay at `nowMs`: the last measure, plus the time the output has had nothing to play
+    /// since (a stall: what is heard stands still while the server's live edge moves on, so a
+    /// change still held is not shown before the audio it follows, however late that comes).
+    public func localDelayMs(atMs nowMs: Int) -> Int {
+        localDelayMs.adding(saturating: starvedMs(atMs: nowMs))
+    }
 }
 
 public protocol StreamPlayerDelegate: AnyObject, Sendable {

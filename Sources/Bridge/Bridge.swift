@@ -157,7 +157,11 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     private let webOpeners = WebOpener.ways()
 
     /// The moment as the reducer is told it: the clock, and the stream's measured delay.
-    private var now: Moment { Moment(nowUs: monotonicUs(), streamDelayMs: stream?.currentFigures.localDelayMs ?? 0) }
+    private var now: Moment {
+        let us = monotonicUs(), ms = Int(us / 1000)
+        guard let f = stream?.currentFigures else { return Moment(nowUs: us) }
+        return Moment(nowUs: us, streamDelayMs: f.localDelayMs(atMs: ms), streamStarvedMs: f.starvedMs(atMs: ms))
+    }
 
     // MARK: - Mopidy calls (on "mopidy-rpc")
 

@@ -14,11 +14,14 @@ public struct Moment: Sendable, Equatable {
     /// How far what this computer plays lags the stream's live edge (StreamPlayer's measure of
     /// the sound server and its own buffers), ms; 0 when it is not playing.
     public var streamDelayMs: Int
+    /// How long of that the sound output has had nothing to play (a stall), ms; 0 while audio flows.
+    public var streamStarvedMs: Int
     public var nowMs: Int { Int(nowUs / 1000) }
 
-    public init(nowUs: Int64, streamDelayMs: Int = 0) {
+    public init(nowUs: Int64, streamDelayMs: Int = 0, streamStarvedMs: Int = 0) {
         self.nowUs = nowUs
         self.streamDelayMs = streamDelayMs
+        self.streamStarvedMs = streamStarvedMs
     }
 }
 

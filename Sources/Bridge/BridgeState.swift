@@ -11,9 +11,16 @@ enum BridgeTuning {
     /// feels instant) instead of when it is heard. Longer catches slower servers; shorter lets a
     /// change made elsewhere right after be held properly.
     static let userCommandWindowMs = 3000
+    /// Commands here whose starts are still awaited, at most (a key held down: the newest
+    /// presses are the ones that count).
+    static let maxUserStarts = 8
     /// While changes are held by the estimate of the stream's delay (not measured yet), the
     /// measure is looked for this often, to time them again by it.
     static let estimateCheckMs = 100
+    /// While the sound output starves (a stall), held changes wait as if it lasts this much
+    /// longer, and are looked at again then: a change may come this much after the audio it
+    /// follows resumes vs. how often a stall wakes the bridge.
+    static let starvedCheckMs = 100
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
     /// A position change larger than this against the extrapolated one is a jump that gets a
@@ -56,8 +63,11 @@ public struct BridgeState: Sendable {
     /// Mopidy's timeline events held until they are heard here, in order of due time.
     var held = FIFO<Held>()
     var lastDueMs = 0
-    /// When Next/Previous/OpenUri, or Play resuming the house, last went out through the bridge.
+    /// When Next/Previous/OpenUri, or Play resuming the house, last went out through the bridge,
+    /// and how many track starts those commands still have to cause (one each: a second start
+    /// in the same window was asked for elsewhere).
     var userAskedAtMs: Int? = nil
+    var userAskedStarts = 0
     /// Held changes wait by the estimate of the stream's delay: when to look for its measure.
     var estimateCheckAtMs: Int? = nil
     /// A full fetch is under way; events wait in `deferred` and are applied on top of it.
@@ -179,6 +189,14 @@ extension MopidyEvent {
         case .trackPlaybackPaused: return .paused
         case .trackPlaybackResumed, .trackPlaybackStarted: return .playing
         default: return nil
+        }
+    }
+
+    /// The event that completes a command's answer: Mopidy says the new state first, then this.
+    var startsOrResumesTrack: Bool {
+        switch self {
+        case .trackPlaybackStarted, .trackPlaybackResumed: return true
+        default: return false
         }
     }
 

@@ -19,7 +19,7 @@ extension BridgeState {
             let house = houseStateNewest
             if server.connected && house != .playing {
                 // The house starting again because of this Play is shown at once, like Next.
-                userAskedAtMs = m.nowMs
+                userAsks(m)
                 call(house == .paused ? .resume : .play, &fx)
             }
         case .pause:
@@ -34,7 +34,7 @@ extension BridgeState {
             }
             if serverControl { call(.stop, &fx) }
         case .next, .previous:
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(c == .next ? .next : .previous, &fx)
         case .setPosition(let us):
             // The track id was checked against the track heard here; while the server's next
@@ -45,7 +45,7 @@ extension BridgeState {
             }
             call(.seek(ms: Int(us / 1000)), &fx)
         case .openURI(let uri):
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(.open(uri: uri), &fx)
             if hasStream { fx.append(.stream(.play)) }
         case .setVolume(let v):
@@ -63,12 +63,12 @@ extension BridgeState {
         case .raise: fx.append(.openWebInterface)
         case .quit: fx.append(.quit)
         case .addTrack(let uri, let after, let play):
-            if play { userAskedAtMs = m.nowMs }
+            if play { userAsks(m) }
             call(.addTrack(uri: uri, afterTlid: after, play: play), &fx)
         case .removeTrack(let tlid):
             call(.removeTrack(tlid: tlid), &fx)
         case .goTo(let tlid):
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(.goTo(tlid: tlid), &fx)
         case .wantCovers(let tlids):
             let tracks = server.tracklist.filter { tlids.contains($0.tlid) }.map(\.track)
@@ -79,9 +79,16 @@ extension BridgeState {
             fx.append(.fetchCovers(tracks))
         case .activatePlaylist(let uri):
             // With control = local too: replacing what the house plays is what was asked for.
-            userAskedAtMs = m.nowMs
+            userAsks(m)
             call(.activatePlaylist(uri: uri), &fx)
         }
+    }
+
+    /// A command here that starts a track: the start it causes is shown at once (`route`).
+    mutating func userAsks(_ m: Moment) {
+        let open = userAskedAtMs.map { m.nowMs.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false
+        userAskedStarts = open ? min(userAskedStarts + 1, BridgeTuning.maxUserStarts) : 1
+        userAskedAtMs = m.nowMs
     }
 
     /// A command's call to Mopidy: while it is unreachable, ignored with a log line; while too

@@ -16,8 +16,10 @@ extension BridgeState {
         var isStart = false
         if case .trackPlaybackStarted = e { isStart = true }
         let now = m.nowMs
-        let userAsked = e.startsMusic
+        let userAsked = e.startsMusic && userAskedStarts > 0
             && (userAskedAtMs.map { now.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false)
+        // The start or resume a command here caused answers it: Mopidy says the state first.
+        if userAsked, e.startsOrResumesTrack { userAskedStarts -= 1 }
         let (delay, measured) = heardDelay(m)
         // A replayed change is dated by the fetch's end, not by Mopidy: no measure of the delay.
         if isStart && delay > 0 && !replayed { lookForBoundary(m, &fx) }
@@ -42,24 +44,29 @@ extension BridgeState {
         held.last { $0.event.houseState != nil }?.event.houseState ?? server.state
     }
 
-    /// Changes held by the estimate of the stream's delay are timed again, in order, once it is
-    /// measured (or once nothing is heard here: then they are due at once, as when not listening).
+    /// What is held follows the delay as it moves: timed again, in order, by each measure. The
+    /// first replaces the estimate (looked for every `estimateCheckMs` meanwhile); a stall raises
+    /// it for as long as it lasts, so a change is not shown before the audio it follows arrives
+    /// and is heard; once nothing is heard here, everything is due at once, as when not listening.
     mutating func retimeHeld(_ m: Moment) {
-        guard let at = estimateCheckAtMs else { return }
+        guard !held.isEmpty else { estimateCheckAtMs = nil; return }
         let (delay, measured) = heardDelay(m)
-        if !measured && !held.isEmpty {
-            if at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
+        guard measured else {
+            if let at = estimateCheckAtMs, at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
             return
         }
         estimateCheckAtMs = nil
+        // While the output starves, the delay grows with the clock: timed as if the stall lasts
+        // `starvedCheckMs` more, so it is looked at again that often, not chased every millisecond.
+        let stalling = m.streamStarvedMs > 0 ? BridgeTuning.starvedCheckMs : 0
         var last = 0
         held.updateEach { h in
             let arrived = h.dueMs.subtracting(saturating: h.heldMs)
-            h.dueMs = max(arrived.adding(saturating: delay), last)
+            h.dueMs = max(arrived.adding(saturating: delay).adding(saturating: stalling), last)
             h.heldMs = h.dueMs.subtracting(saturating: arrived)
             last = h.dueMs
         }
-        if !held.isEmpty { lastDueMs = last }
+        lastDueMs = last
     }
 
     /// Applies the held events that are due, each at the moment it became due.

@@ -199,8 +199,11 @@ final class Rig: @unchecked Sendable {
         return Int64(((reply?["live_at"] as? Double) ?? 0) * 1_000_000)
     }
 
-    func signal(_ service: String, _ sig: String) throws {
-        try command(["cmd": "signal", "name": service, "signal": sig])
+    /// Sends `sig` to the rig's `service`; its pid.
+    @discardableResult
+    func signal(_ service: String, _ sig: String) throws -> Int32? {
+        let reply = try command(["cmd": "signal", "name": service, "signal": sig]) as? [String: Any]
+        return (reply?["pid"] as? Int).map { Int32(truncatingIfNeeded: $0) }
     }
 
     /// The environment for a client of the rig's bus and sound server.

@@ -174,4 +174,21 @@ final class HeardDelayEstimatorTests: XCTestCase {
         e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: 1100)
         XCTAssertEqual(e.delayMs(nowMs: 900, soundServerMs: 300, unwrittenMs: 0, heldMs: 0), 300)
     }
+
+    /// Between measures the published delay stands, until the sound server's buffer at the last
+    /// one would have run dry: from then on nothing is heard and the delay grows with the clock.
+    func testTheFiguresDelayGrowsOnceTheOutputStarves() {
+        var f = StreamFigures()
+        XCTAssertEqual(f.localDelayMs(atMs: 5000), 0, "not playing")
+        f.localDelayMs = 900
+        f.bufferedMs = 300
+        f.delayMeasuredAtMs = 1000
+        XCTAssertEqual(f.starvedMs(atMs: 1300), 0)
+        XCTAssertEqual(f.localDelayMs(atMs: 1300), 900)
+        XCTAssertEqual(f.starvedMs(atMs: 2300), 1000)
+        XCTAssertEqual(f.localDelayMs(atMs: 2300), 1900)
+        XCTAssertEqual(f.localDelayMs(atMs: 900), 900, "a clock before the measure")
+        f.delayMeasuredAtMs = 1
+        XCTAssertEqual(f.localDelayMs(atMs: Int.max), Int.max, "saturates, never traps")
+    }
 }

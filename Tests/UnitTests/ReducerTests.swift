@@ -20,6 +20,8 @@ final class ReducerTests: XCTestCase {
         var state: BridgeState
         var nowMs = 10_000
         var streamDelayMs = 1000
+        /// How long of `streamDelayMs` the output has starved (a stall).
+        var streamStarvedMs = 0
         var trace: [String] = []
         /// Whether the trace shows TrackList/Playlists fetches and signals (their own tests).
         var lists = false
@@ -49,7 +51,7 @@ final class ReducerTests: XCTestCase {
             return c
         }
 
-        var moment: Moment { Moment(nowUs: Int64(nowMs) * 1000, streamDelayMs: streamDelayMs) }
+        var moment: Moment { Moment(nowUs: Int64(nowMs) * 1000, streamDelayMs: streamDelayMs, streamStarvedMs: streamStarvedMs) }
 
         /// Reduces `input` now and records what came out.
         mutating func feed(_ input: Input) {
@@ -180,6 +182,92 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "One")
         r.advance(toMs: 11_100)
         XCTAssertEqual(r.title, "Two", "700 ms of stream + 400 ms of server after Mopidy's change")
+    }
+
+    /// Issue #23: the house paused while the link held the stream. What it played before its
+    /// pause comes late, in the stall's burst: Paused waits while the output starves (the delay
+    /// grows with the stall, looked at every 100 ms) and comes when that audio is heard.
+    func testAPauseHeldThroughAStallWaitsForTheAudioBeforeIt() {
+        var r = Rig()
+        r.feed(.event(.trackPlaybackPaused(Self.one, positionMs: 6000)))  // heard at 11 400 on a clean link
+        r.advance(toMs: 10_600)
+        // The stall: the output had 400 ms when the last audio came at 10 200 and has starved since.
+        for t in stride(from: 10_600, through: 14_000, by: 50) {
+            r.streamStarvedMs = t - 10_600
+            r.streamDelayMs = 1000 + r.streamStarvedMs
+            r.advance(toMs: t)
+            XCTAssertEqual(r.state.published.playbackStatus, .playing, "Paused shown at \(t) ms, before the audio it follows")
+        }
+        let wakes = r.take().count
+        XCTAssertEqual(wakes, 0)
+        // The burst: what the house played before its pause plays 4.4 s late.
+        r.streamStarvedMs = 0
+        r.streamDelayMs = 4400
+        r.advance(toMs: 14_799)
+        XCTAssertEqual(r.state.published.playbackStatus, .playing)
+        r.advance(toMs: 14_800)
+        XCTAssertEqual(r.state.published.playbackStatus, .paused, "4.4 s of stream + 400 ms of server after Mopidy's pause")
+    }
+
+    /// While the output starves the bridge looks again every `starvedCheckMs`, not at every
+    /// millisecond the growing delay moves the change by.
+    func testAStallIsLookedAtEvery100Ms() {
+        var r = Rig()
+        r.feed(.event(.trackPlaybackStarted(Self.two)))  // due at 11 400
+        // The output starves from 11 399 on: the delay grows as fast as the clock, the change
+        // stays 1 ms from due.
+        var wakes = 0
+        for t in 10_001...13_400 {
+            r.streamStarvedMs = max(0, t - 11_399)
+            r.streamDelayMs = 1000 + r.streamStarvedMs
+            while let d = r.state.nextDeadlineMs, d <= t {
+                r.nowMs = max(r.nowMs, d)
+                r.feed(.due)
+                wakes += 1
+            }
+            r.nowMs = t
+        }
+        XCTAssertEqual(r.title, "One")
+        XCTAssertLessThanOrEqual(wakes, 21, "woken \(wakes) times in 2 s of stall")
+        XCTAssertGreaterThanOrEqual(wakes, 19, "a stall of 2 s looked at every 100 ms")
+    }
+
+    /// A measure that falls (the sound server's buffer shrank under a new stream) brings what is
+    /// held forward by as much, from the next input on (here a volume change).
+    func testAHeldChangeFollowsAFallingMeasure() {
+        var r = Rig()
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        r.advance(toMs: 10_500)
+        r.streamDelayMs = 800
+        r.feed(.event(.volumeChanged(40)))
+        r.advance(toMs: 11_199)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 11_200)
+        XCTAssertEqual(r.title, "Two")
+    }
+
+    /// Issue #23: a command here answers with one start. The house moved from elsewhere 0.3 s
+    /// after Play here started it: that second start is held until it is heard.
+    func testASecondStartSoonAfterPlayHereIsHeld() {
+        var r = Rig(listening: false)
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
+        r.feed(.command(.play))
+        r.feed(.streamStatus(.playing, sequence: 1))
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .playing)))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.title, "Two", "Play's own start is shown at once")
+        r.advance(toMs: 10_300)
+        r.feed(.event(.trackPlaybackStarted(Self.three)))  // previous, from another client
+        XCTAssertEqual(r.title, "Two", "shown before it is heard")
+        r.advance(toMs: 11_699)
+        XCTAssertEqual(r.title, "Two")
+        r.advance(toMs: 11_700)
+        XCTAssertEqual(r.title, "Three")
+        // Next here still shows its own start at once.
+        r.feed(.command(.next))
+        r.feed(.event(.trackPlaybackStarted(Self.one)))
+        XCTAssertEqual(r.title, "One")
     }
 
     /// Play here while the house is paused resumes it, and Playing is shown at once: the user's

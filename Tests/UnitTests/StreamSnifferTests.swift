@@ -1,4 +1,4 @@
-import Audio
+@testable import Audio
 import XCTest
 
 final class StreamSnifferTests: XCTestCase {
@@ -33,6 +33,38 @@ final class StreamSnifferTests: XCTestCase {
         }
         for i in 0..<4 { p[22 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
         return p
+    }
+
+    /// A page with its own flags, sequence number and segment table (no CRC: not checked here).
+    func rawPage(flags: UInt8, sequence: UInt32, lacing: [UInt8], body: [UInt8]) -> OggPage {
+        var p: [UInt8] = Array("OggS".utf8) + [0, flags] + [UInt8](repeating: 0, count: 8) + [7, 0, 0, 0]
+        p += (0..<4).map { UInt8(truncatingIfNeeded: sequence >> (8 * $0)) }
+        p += [0, 0, 0, 0, UInt8(lacing.count)] + lacing + body
+        var s = OggPageSplitter()
+        s.feed(p)
+        return s.next() ?? OggPage(bytes: p, serial: 7, beginsStream: flags & 2 != 0)
+    }
+
+    /// Ogg FLAC unwrapped to native FLAC: the first header packet loses its 9-byte mapping
+    /// preamble; a packet continued from a page handed on just before is kept whole; one
+    /// continued from a page not handed on (the join skipped it) is left out.
+    func testOggPagesUnwrapToNativeFLAC() {
+        let streamInfo: [UInt8] = Array("fLaC".utf8) + [0x00, 0, 0, 34] + [UInt8](repeating: 9, count: 34)
+        let first = [0x7F] + Array("FLAC".utf8) + [1, 0, 0, 1] + streamInfo
+        let bos = rawPage(flags: 2, sequence: 0, lacing: [UInt8(first.count)], body: first)
+        XCTAssertEqual(bos.flacBody(afterPageBefore: false), streamInfo)
+        XCTAssertEqual(bos.sequence, 0)
+        // A page that ends a 300-byte packet (255 + 45) and holds a 3-byte one.
+        let tail = [UInt8](repeating: 0xAA, count: 300), frame: [UInt8] = [0xFF, 0xF8, 0x01]
+        let continued = rawPage(flags: 1, sequence: 41, lacing: [255, 45, 3], body: tail + frame)
+        XCTAssertEqual(continued.sequence, 41)
+        XCTAssertEqual(continued.flacBody(afterPageBefore: true), tail + frame)
+        XCTAssertEqual(continued.flacBody(afterPageBefore: false), frame)
+        // All of a page continued and not ended: nothing of it after a gap.
+        let middle = rawPage(flags: 1, sequence: 42, lacing: [255], body: [UInt8](repeating: 1, count: 255))
+        XCTAssertEqual(middle.flacBody(afterPageBefore: false), [])
+        // A truncated header gives nothing, never a trap.
+        XCTAssertEqual(OggPage(bytes: Array("OggS".utf8), serial: 0, beginsStream: false).flacBody(afterPageBefore: true), [])
     }
 
     func testPagesSplitAcrossChunksWithGarbageAndCRC() {

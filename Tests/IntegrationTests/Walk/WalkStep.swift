@@ -29,7 +29,8 @@ enum WalkStep: Equatable, CustomStringConvertible {
     case secondStream
     /// A service of the rig ("icecast", "mopidy") killed, or started again.
     case kill(String), start(String)
-    /// Icecast frozen (SIGSTOP) this long, then let go: the stream stalls.
+    /// Icecast frozen (SIGSTOP) now and let go this long after, while the next steps go on: the
+    /// stream stalls, and what the house plays meanwhile comes late, in a burst.
     case stall(Int)
     /// logind's PrepareForSleep(true/false), NetworkManager's state 20/70 on the stand-in system bus.
     case suspend, wake, networkDown, networkUp

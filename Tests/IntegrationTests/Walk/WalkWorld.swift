@@ -20,7 +20,10 @@ final class WalkWorld {
     private let toneFile: String
     /// When each kind of disturbance last ended (monotonic µs): the invariants give the bridge
     /// time to come back after it.
+    /// Until when a fault lasts (a stall's end lies ahead), or when the last one ended.
     private(set) var lastDisturbanceUs: Int64 = 0
+    /// Lets Icecast go at the end of a stall.
+    private var thawer: Process?
     /// When a track change was last asked for here (Next, Previous, OpenUri): published at once,
     /// ahead of the music on purpose.
     private(set) var lastUserTrackChangeUs: Int64 = 0
@@ -162,11 +165,18 @@ final class WalkWorld {
             lastDisturbanceUs = monotonicUs()
             lastResyncCauseUs = lastDisturbanceUs
         case .stall(let ms):
-            guard !state.down.contains("icecast") else { return }
-            try rig.signal("icecast", "STOP")
-            usleep(UInt32(ms) * 1000)
-            try rig.signal("icecast", "CONT")
-            lastDisturbanceUs = monotonicUs()
+            guard !state.down.contains("icecast"), thawer?.isRunning != true else { return }
+            // Frozen now and let go `ms` later by a child of its own, while the next steps go on:
+            // a stall overlaps what the house and the user do meanwhile.
+            guard let pid = try rig.signal("icecast", "STOP") else { return }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/sh")
+            p.arguments = ["-c", "sleep \(Double(ms) / 1000); exec kill -CONT \(pid)"]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            thawer = p
+            lastDisturbanceUs = now + Int64(ms) * 1000
         case .suspend:
             state.asleep = true
             lastDisturbanceUs = now
@@ -215,6 +225,8 @@ final class WalkWorld {
         for s in state.down { attempt("start \(s)") { _ = try rig.start(s) } }
         if state.down.contains("icecast") { attempt("wait for the mount") { _ = try rig.waitLive() } }
         state.down = []
+        if let t = thawer, t.isRunning { t.terminate() }
+        thawer = nil
         attempt("thaw icecast") { try rig.signal("icecast", "CONT") }
         if module == nil { attempt("load the sink") { try loadSink() } }
         attempt("default sink") { _ = try pactl("set-default-sink", sound.sink) }
