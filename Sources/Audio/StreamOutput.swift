@@ -57,6 +57,7 @@ final class StreamOutput: BurstWatcher {
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         sink?.onOutputLost = onOutputLost
+        stats.delayUnmeasured()
     }
 
     /// libFLAC's frame callback; `arrivalMs`: when the frame's bytes arrived; `skippedSamples`:

@@ -117,6 +117,18 @@ extension OggPage {
         }
         return Array(bytes[from...])
     }
+
+    /// Whether the packet this page leaves open at its end (its last lacing value is 255) is
+    /// handed on from its start by `flacBody(afterPageBefore:)`: it begins on this page after a
+    /// packet boundary, or this page begins it, or it is continued from a page handed on whole.
+    /// True when no packet is left open.
+    public func keepsOpenPacket(afterPageBefore: Bool) -> Bool {
+        guard bytes.count >= 27 else { return false }
+        let segments = Int(bytes[26])
+        guard segments > 0, 27 + segments <= bytes.count, bytes[26 + segments] == 255 else { return true }
+        let boundary = (0..<segments).contains { bytes[27 + $0] < 255 }
+        return boundary || bytes[5] & 0x01 == 0 || afterPageBefore
+    }
 }
 
 private let oggCRCTable: [UInt32] = (0..<256).map { i -> UInt32 in

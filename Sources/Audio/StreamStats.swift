@@ -31,6 +31,15 @@ final class StreamStats: Sendable {
         }
     }
 
+    /// A connection ends or starts: its delay is measured afresh (the last one's, aged by the
+    /// outage, would read as a stall).
+    func delayUnmeasured() {
+        figures.withLock {
+            $0.localDelayMs = 0
+            $0.delayMeasuredAtMs = 0
+        }
+    }
+
     /// Nothing plays any more: nothing is buffered and nothing is late.
     func outputStopped() { output(bufferedMs: 0, delayMs: 0) }
 
@@ -52,6 +61,7 @@ final class StreamStats: Sendable {
             $0.lastError = scrubbed
             $0.reconnects += 1
         }
+        delayUnmeasured()
     }
 }
 

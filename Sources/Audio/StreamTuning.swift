@@ -95,6 +95,13 @@ enum StreamTuning {
 
     // MARK: Heard delay
 
+    /// The output counts as starved (a stall: the heard delay grows with the clock) once it has
+    /// had nothing new for this long beyond what the sound server held at the last write: Ogg
+    /// pages come every ~0.42 s, and between them a write's report undercounts what still plays
+    /// (counting that as a stall showed titles 100–240 ms late) vs. how soon a stall holds back
+    /// the changes that follow audio not yet here.
+    static let starvedAfterMs = 500
+
     /// How fast (per ms of arrivals) the on-time origin creeps later, 200 ppm: a server clock up
     /// to that much slower than ours is followed vs. the delay read that much short for as long
     /// as no page comes on time.

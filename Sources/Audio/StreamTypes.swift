@@ -72,10 +72,13 @@ public struct StreamFigures: Sendable, Equatable {
     public init() {}
 
     /// How long the sound output has had nothing to play at `nowMs`: the time since the last
-    /// write beyond what the sound server then held. 0 while audio flows.
+    /// write beyond what the sound server then held, once that passes `StreamTuning.starvedAfterMs`
+    /// (until the next Ogg page the last write's report undercounts what still plays). 0 while
+    /// audio flows.
     public func starvedMs(atMs nowMs: Int) -> Int {
         guard localDelayMs > 0, delayMeasuredAtMs > 0 else { return 0 }
-        return max(0, nowMs.subtracting(saturating: delayMeasuredAtMs).subtracting(saturating: bufferedMs))
+        let dry = max(0, nowMs.subtracting(saturating: delayMeasuredAtMs).subtracting(saturating: bufferedMs))
+        return dry > StreamTuning.starvedAfterMs ? dry : 0
     }
 
     /// The delay at `nowMs`: the last measure, plus the time the output has had nothing to play

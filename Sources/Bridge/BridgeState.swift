@@ -21,6 +21,11 @@ enum BridgeTuning {
     /// longer, and are looked at again then: a change may come this much after the audio it
     /// follows resumes vs. how often a stall wakes the bridge.
     static let starvedCheckMs = 100
+    /// A held change due within this long after the sound output ran dry is not held through the
+    /// stall: its audio may be the last a server sent before it stopped sending (one that halts
+    /// its stream in a pause; Ogg holds back up to a page, ~0.42 s) vs. how much of the music
+    /// before a change a stall may bring late, after it is shown.
+    static let starvedGraceMs = 500
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
     /// A position change larger than this against the extrapolated one is a jump that gets a
@@ -77,6 +82,8 @@ public struct BridgeState: Sendable {
     /// More arrived during the fetch than is kept: fetch again when it is in.
     var resyncAgain = false
     var resyncAtMs: Int? = nil
+    /// Commands not sent to Mopidy since the last one that was (for the log).
+    var commandsRefused = 0
     /// When the tracklist is fetched, once its changes settled.
     var tracklistAtMs: Int? = nil
     /// Refreshes under way, and those asked for again meanwhile (a burst collapses to one more).
@@ -204,11 +211,8 @@ extension MopidyEvent {
     /// resume or change track. A pause or a stop in the window after such a command is not its
     /// answer but someone else's doing, and is held like any change from elsewhere.
     var startsMusic: Bool {
-        switch self {
-        case .trackPlaybackStarted, .trackPlaybackResumed: return true
-        case .playbackStateChanged(_, let new): return new == .playing
-        default: return false
-        }
+        if case .playbackStateChanged(_, .playing) = self { return true }
+        return startsOrResumesTrack
     }
 }
 

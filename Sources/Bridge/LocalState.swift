@@ -64,7 +64,9 @@ public struct LocalState: Equatable, Sendable {
         case .stopped: .stopped
         }
         guard let stream else { return server.connected ? house : .stopped }
-        if !server.connected { return stream == .playing ? .playing : .stopped }
+        // Mopidy unreachable: the stream says what plays, as the house was last known to play
+        // (a pause or stop of the house that reached this computer's ears is shown).
+        if !server.connected { return stream == .playing ? house : .stopped }
         if house == .playing { return streamActive ? .playing : .paused }
         return house
     }

@@ -95,21 +95,26 @@ extension BridgeState {
     /// many are unanswered, dropped with one; a newer volume or seek waits for the one under way
     /// and replaces any other waiting.
     mutating func call(_ c: MopidyCall, _ fx: inout [Effect]) {
-        guard server.connected else {
-            fx.append(.log(.warning, "\(c.name): Mopidy is not connected; ignored"))
-            return
-        }
+        guard server.connected else { return refuse(c, "Mopidy is not connected; ignored", &fx) }
         if let kind = c.latestWins, latestInFlight.contains(kind) {
             latestWaiting[kind] = c
             return
         }
         guard commandsInFlight < BridgeTuning.maxCommandsInFlight else {
-            fx.append(.log(.warning, "\(c.name): Mopidy has \(commandsInFlight) commands unanswered; dropped"))
-            return
+            return refuse(c, "Mopidy has \(commandsInFlight) commands unanswered; dropped", &fx)
         }
+        commandsRefused = 0
         commandsInFlight += 1
         if let kind = c.latestWins { latestInFlight.insert(kind) }
         fx.append(.call(c))
+    }
+
+    /// A command not sent, said in the log on the 1st, 2nd, 4th, 8th … in a row (a client
+    /// flooding a server that is gone must not flood the journal too).
+    private mutating func refuse(_ c: MopidyCall, _ why: String, _ fx: inout [Effect]) {
+        commandsRefused = commandsRefused.adding(saturating: 1)
+        guard commandsRefused & (commandsRefused - 1) == 0 else { return }
+        fx.append(.log(.warning, "\(c.name): \(why)" + (commandsRefused > 1 ? " (\(commandsRefused) in a row)" : "")))
     }
 
     /// A command's call was answered (or failed): the next waiting one of its kind goes.

@@ -45,24 +45,36 @@ extension BridgeState {
     }
 
     /// What is held follows the delay as it moves: timed again, in order, by each measure. The
-    /// first replaces the estimate (looked for every `estimateCheckMs` meanwhile); a stall raises
-    /// it for as long as it lasts, so a change is not shown before the audio it follows arrives
-    /// and is heard; once nothing is heard here, everything is due at once, as when not listening.
+    /// first replaces the estimate (looked for every `estimateCheckMs` meanwhile); once nothing is
+    /// heard here, everything is due at once, as when not listening; while the stream reconnects,
+    /// what is buffered plays out and the times stand until the new connection's measure.
+    ///
+    /// A stall: the output has had nothing to play for `streamStarvedMs`. A change due more than
+    /// `starvedGraceMs` after it ran dry follows audio not yet heard: it waits as long as the
+    /// stall lasts (timed as if it lasts `starvedCheckMs` more, so it is looked at again that
+    /// often), and comes once that audio arrives and is heard. One due before that followed audio
+    /// heard already, or the last the server sent before it stopped sending, and is not held.
     mutating func retimeHeld(_ m: Moment) {
         guard !held.isEmpty else { estimateCheckAtMs = nil; return }
+        var reconnecting = false
+        if case .reconnecting? = local.stream { reconnecting = true }
         let (delay, measured) = heardDelay(m)
-        guard measured else {
+        guard measured && !reconnecting else {
             if let at = estimateCheckAtMs, at <= m.nowMs { estimateCheckAtMs = m.nowMs.adding(saturating: BridgeTuning.estimateCheckMs) }
             return
         }
         estimateCheckAtMs = nil
-        // While the output starves, the delay grows with the clock: timed as if the stall lasts
-        // `starvedCheckMs` more, so it is looked at again that often, not chased every millisecond.
-        let stalling = m.streamStarvedMs > 0 ? BridgeTuning.starvedCheckMs : 0
+        let starved = delay > 0 ? min(max(0, m.streamStarvedMs), delay) : 0
+        let unstarved = delay.subtracting(saturating: starved)
+        let dryMs = m.nowMs.subtracting(saturating: starved)
         var last = 0
         held.updateEach { h in
             let arrived = h.dueMs.subtracting(saturating: h.heldMs)
-            h.dueMs = max(arrived.adding(saturating: delay).adding(saturating: stalling), last)
+            var due = arrived.adding(saturating: unstarved)
+            if starved > 0 && due > dryMs.adding(saturating: BridgeTuning.starvedGraceMs) {
+                due = due.adding(saturating: starved).adding(saturating: BridgeTuning.starvedCheckMs)
+            }
+            h.dueMs = max(due, last)
             h.heldMs = h.dueMs.subtracting(saturating: arrived)
             last = h.dueMs
         }

@@ -31,12 +31,14 @@ extension BridgeState {
         switch input {
         case .eventsConnected(let url):
             eventsConnected = true
+            commandsRefused = 0
             useLayout(answeringAt: url, &fx)
             resync(&fx)
             // The server is back: the stream need not wait for its next attempt.
             if local.stream?.isWaitingToRetry == true { fx.append(.stream(.retryNow)) }
         case .eventsDisconnected(let reason):
             eventsConnected = false
+            commandsRefused = 0
             lastError = reason.message
             eventReconnects = eventReconnects.adding(saturating: 1)
             resyncAtMs = nil

@@ -14,7 +14,9 @@ class DaemonTestCase: XCTestCase {
     var rig: Rig!
     var sound: Rig.Sound!
     var daemon: Process!
-    var log = Pipe()
+    /// The daemon's output, read as it comes: a pipe nobody drained would fill (64 KiB) and block
+    /// the daemon on its next log line, and then on its way out.
+    var output: ScreenReader?
     var client: DBusConnection!
 
     static var binary: URL { Rig.projectRoot.appendingPathComponent(".build/debug/groove-bridge") }
@@ -60,11 +62,14 @@ class DaemonTestCase: XCTestCase {
         p.executableURL = URL(fileURLWithPath: argv[0])
         p.arguments = Array(argv.dropFirst())
         p.environment = environment ?? daemonEnvironment
-        log = Pipe()
+        let log = Pipe()
         p.standardError = log
         p.standardOutput = log
         try p.run()
         daemon = p
+        output = ScreenReader(log.fileHandleForReading)
+        // This process's copy of the write end: the reader sees the end once the daemon is gone.
+        try? log.fileHandleForWriting.close()
     }
 
     /// Restarts the daemon with its password in a configuration file (mode 600, with the stream
@@ -105,10 +110,11 @@ class DaemonTestCase: XCTestCase {
         try? FileManager.default.removeItem(at: configDir)
     }
 
-    /// Everything the daemon logged so far (after it exited, or the pipe is read to its end).
+    /// Everything the daemon logged (it is stopped first, and its output read to the end).
     func daemonLog() -> String {
         stopDaemon()
-        return String(decoding: log.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        _ = output?.waitForEnd(timeout: 10)
+        return output?.text ?? ""
     }
 
     @discardableResult

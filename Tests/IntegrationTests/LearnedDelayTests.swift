@@ -65,20 +65,9 @@ extension DaemonTestCase {
         stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         try startDaemon(["--verbose"])
-        let logged = Mutex("")
-        let reading = DispatchSemaphore(value: 0)
-        Thread.detachNewThread { [log] in
-            while case let data = log.fileHandleForReading.availableData, !data.isEmpty {
-                let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.contains("heard-now") }
-                if !lines.isEmpty { logged.withLock { $0 += lines.joined(separator: "\n") + "\n" } }
-            }
-            reading.signal()
-        }
         XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" }, "bridge did not come up playing")
         return { [self] in
-            stopDaemon()
-            reading.wait()
-            print(logged.withLock { $0 })
+            print(daemonLog().split(separator: "\n").filter { $0.contains("heard-now") }.joined(separator: "\n"))
         }
     }
 

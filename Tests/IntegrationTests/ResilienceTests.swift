@@ -60,7 +60,7 @@ final class ResilienceTests: SystemBusTestCase {
     /// while paused here, it stays paused after wake.
     func testSuspendAndResume() throws {
         // The daemon's log as it comes (daemonLog() would stop the daemon to read it).
-        let logged = ScreenReader(log.fileHandleForReading)
+        let logged = try XCTUnwrap(output)
         var times: [Double] = []
         for cycle in 1...3 {
             XCTAssertNotNil(recorder!.waitForTone(try expectedTone(), candidates: tones, timeout: 10), "cycle \(cycle)")

@@ -103,7 +103,7 @@ class SandboxedRunTestCase: SystemBusTestCase {
     }
 
     func listeningRun() throws {
-        var logged = ScreenReader(log.fileHandleForReading)
+        var logged = try XCTUnwrap(output)
         Sandbox.assertConfined(daemon.processIdentifier)
         XCTAssertTrue(try music(within: 15), "no music at start: \(status())")
 
@@ -164,7 +164,7 @@ class SandboxedRunTestCase: SystemBusTestCase {
         // Sign-in: a refused password, then the right one (a file the reload reads again).
         let write = try restartWithPasswordInFile("not-the-password")
         Sandbox.assertConfined(daemon.processIdentifier)
-        logged = ScreenReader(log.fileHandleForReading)
+        logged = try XCTUnwrap(output)
         XCTAssertTrue(waitUntil(10) { status().contains("refused the password") }, "no refusal: \(status())")
         try write(rig.info.password)
         kill(daemon.processIdentifier, SIGHUP)
@@ -228,7 +228,7 @@ final class SandboxedRaiseWithoutPortalTests: DaemonTestCase {
     }
 
     func testRaiseGoesThroughSystemdRunAndWithNeitherThereIsNone() throws {
-        let logged = ScreenReader(log.fileHandleForReading)
+        let logged = try XCTUnwrap(output)
         Sandbox.assertConfined(daemon.processIdentifier)
         XCTAssertNil(client.owner(of: FakePortal.name), "a portal on the rig's bus")
         XCTAssertEqual(try canRaise(), .variant(.bool(true)))

@@ -14,7 +14,7 @@ final class SignInAgainTests: DaemonTestCase {
         notifications.start(onDisconnect: {})
         defer { notifications.stop() }
         let write = try restartWithPasswordInFile("not-the-password", extra: "notify = false\n")
-        let logged = ScreenReader(log.fileHandleForReading)
+        let logged = try XCTUnwrap(output)
         let summary = "Groove Audio refused the password for listener@127.0.0.1"
         XCTAssertTrue(waitUntil(10) { server.calls.withLock { $0.count } == 1 }, "no notification: \(status())")
         let shown = server.calls.withLock { $0[0] }

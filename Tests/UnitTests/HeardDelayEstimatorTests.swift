@@ -185,6 +185,8 @@ final class HeardDelayEstimatorTests: XCTestCase {
         f.delayMeasuredAtMs = 1000
         XCTAssertEqual(f.starvedMs(atMs: 1300), 0)
         XCTAssertEqual(f.localDelayMs(atMs: 1300), 900)
+        XCTAssertEqual(f.starvedMs(atMs: 1800), 0, "500 ms without a write beyond the buffer: the next page may be on its way")
+        XCTAssertEqual(f.starvedMs(atMs: 1801), 501)
         XCTAssertEqual(f.starvedMs(atMs: 2300), 1000)
         XCTAssertEqual(f.localDelayMs(atMs: 2300), 1900)
         XCTAssertEqual(f.localDelayMs(atMs: 900), 900, "a clock before the measure")

@@ -52,10 +52,13 @@ final class ServerStateTests: XCTestCase {
         XCTAssertEqual(playerState(s, here).playbackStatus, .paused, "house paused")
         s.state = .stopped
         XCTAssertEqual(playerState(s, here).playbackStatus, .stopped)
-        // Mopidy gone, audio still flowing: the last track stays while it is heard.
+        // Mopidy gone, audio still flowing: the last track stays while it is heard, and the
+        // house's state as last known (a stop heard before it went shows).
         s.connected = false
         here.stream = .playing
         XCTAssertEqual(playerState(s, here).metadata.title, "T1")
+        XCTAssertEqual(playerState(s, here).playbackStatus, .stopped)
+        s.state = .playing
         XCTAssertEqual(playerState(s, here).playbackStatus, .playing)
         here.stream = .reconnecting(inMs: 1000, reason: "down")
         XCTAssertEqual(playerState(s, here).metadata, .none)

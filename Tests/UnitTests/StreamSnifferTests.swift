@@ -63,6 +63,14 @@ final class StreamSnifferTests: XCTestCase {
         // All of a page continued and not ended: nothing of it after a gap.
         let middle = rawPage(flags: 1, sequence: 42, lacing: [255], body: [UInt8](repeating: 1, count: 255))
         XCTAssertEqual(middle.flacBody(afterPageBefore: false), [])
+        // The packet a page leaves open is kept from its start: begun on the page after a
+        // boundary, begun by the page, or continued from one handed on whole; not the middle of
+        // one whose start was skipped, nor what follows it.
+        XCTAssertTrue(rawPage(flags: 0, sequence: 5, lacing: [3, 255], body: [UInt8](repeating: 2, count: 258)).keepsOpenPacket(afterPageBefore: false))
+        XCTAssertTrue(rawPage(flags: 0, sequence: 5, lacing: [255], body: [UInt8](repeating: 2, count: 255)).keepsOpenPacket(afterPageBefore: false))
+        XCTAssertFalse(middle.keepsOpenPacket(afterPageBefore: false))
+        XCTAssertTrue(middle.keepsOpenPacket(afterPageBefore: true))
+        XCTAssertTrue(continued.keepsOpenPacket(afterPageBefore: false), "no packet left open")
         // A truncated header gives nothing, never a trap.
         XCTAssertEqual(OggPage(bytes: Array("OggS".utf8), serial: 0, beginsStream: false).flacBody(afterPageBefore: true), [])
     }

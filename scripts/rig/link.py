@@ -167,14 +167,18 @@ class Link:
         held, held_since = [], None
         rng, seed = None, None
         allowance, last = 0.0, time.monotonic()
+
+        def release():
+            nonlocal held, held_since
+            dst.sendall(b"".join(held))
+            self.note("burst", connection=number, bytes=sum(map(len, held)), held_since=held_since)
+            held, held_since = [], None
         try:
             while True:
                 now = time.monotonic()
                 window, plan = self.window(now)
                 if held and window is None:
-                    dst.sendall(b"".join(held))
-                    self.note("burst", connection=number, bytes=sum(map(len, held)), held_since=held_since)
-                    held, held_since = [], None
+                    release()
                 # Wake when a stall ends even if Icecast sends nothing.
                 timeout = (window[1] - now) if window else 0.5
                 if not select.select([src], [], [], max(0.0, timeout))[0]:
@@ -192,6 +196,10 @@ class Link:
                     held.append(data)
                     held_since = held_since or time.monotonic()
                     continue
+                # The stall ended (or a new plan cut it short) while this read waited: what was
+                # held goes first, or the listener would get the stream out of order.
+                if held:
+                    release()
                 if "rate" in plan:
                     now = time.monotonic()
                     allowance = min(plan["rate"] * 0.05, allowance + (now - last) * plan["rate"])

@@ -86,6 +86,7 @@ class WalkTestCase: DaemonTestCase {
             return watcher.all.count == n
         }
         let invariants = try WalkInvariants(world: world, watcher: watcher, recorders: recorders, pid: daemon.processIdentifier)
+        invariants.heardDelayMs = { [self] in statusObject()["heard_delay_ms"] as? Int ?? 0 }
         walks += 1
         defer {
             checks += invariants.checks

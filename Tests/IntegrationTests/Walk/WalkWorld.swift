@@ -24,6 +24,9 @@ final class WalkWorld {
     private(set) var lastDisturbanceUs: Int64 = 0
     /// Lets Icecast go at the end of a stall.
     private var thawer: Process?
+    /// The stream stalled in this walk: the bridge may play further behind the server since (it
+    /// resumes where the stall stopped it).
+    private(set) var stalled = false
     /// When a track change was last asked for here (Next, Previous, OpenUri): published at once,
     /// ahead of the music on purpose.
     private(set) var lastUserTrackChangeUs: Int64 = 0
@@ -131,7 +134,7 @@ final class WalkWorld {
             module = nil
             state.sinkLoaded = false
             state.defaultIsWalk = false
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
             sinkRemovedUs = monotonicUs()
             _ = try pactl("unload-module", m)
         case .sinkAdd:
@@ -153,7 +156,7 @@ final class WalkWorld {
         case .kill(let s):
             guard !state.down.contains(s) else { return }
             state.down.insert(s)
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
             lastResyncCauseUs = now
             try rig.stop(s, signal: "KILL")
         case .start(let s):
@@ -162,7 +165,7 @@ final class WalkWorld {
             if s == "icecast" { _ = try? rig.waitLive() }
             if s == "mopidy" { houseTrackUnknown = false }
             state.down.remove(s)
-            lastDisturbanceUs = monotonicUs()
+            lastDisturbanceUs = max(lastDisturbanceUs, monotonicUs())
             lastResyncCauseUs = lastDisturbanceUs
         case .stall(let ms):
             guard !state.down.contains("icecast"), thawer?.isRunning != true else { return }
@@ -176,34 +179,35 @@ final class WalkWorld {
             p.standardError = FileHandle.nullDevice
             try p.run()
             thawer = p
-            lastDisturbanceUs = now + Int64(ms) * 1000
+            stalled = true
+            lastDisturbanceUs = max(lastDisturbanceUs, now + Int64(ms) * 1000)
         case .suspend:
             state.asleep = true
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
             lastResyncCauseUs = now
             system.prepareForSleep(true)
         case .wake:
             guard state.asleep else { return }
             state.asleep = false
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
             lastResyncCauseUs = now
             system.prepareForSleep(false)
         case .networkDown:
             state.networkUp = false
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
             lastResyncCauseUs = now
             system.networkState(20)
         case .networkUp:
             guard !state.networkUp else { return }
             state.networkUp = true
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
             lastResyncCauseUs = now
             system.networkState(70)
         case .reload(let d, let lost, let warm):
             try writeConfig(serverDelayMs: d, onOutputLost: lost, keepWarm: warm)
             onOutputLost = lost
             kill(daemonPid(), SIGHUP)
-            lastDisturbanceUs = now
+            lastDisturbanceUs = max(lastDisturbanceUs, now)
         case .wait(let ms):
             usleep(UInt32(ms) * 1000)
         }
