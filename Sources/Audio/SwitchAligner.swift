@@ -8,6 +8,12 @@ public struct SwitchAligner {
         /// The position is not in what is held yet (the connection is still coming, or its
         /// oldest audio is still ahead of what plays): ask again at the next frame.
         case wait
+        /// The position lies just past what is held (Ogg: within a page like the newest after
+        /// it; native: within five frames of the newest start): the new connection is a moment
+        /// behind the one that plays. Both get each page of the live edge at about the same time
+        /// and the decoder takes a page as soon as it is whole, so this is common, not rare: a
+        /// short wait lines it up.
+        case soon
         /// Decode these bytes (the stream's header pages for Ogg, then from the page or frame
         /// where the position starts, to the end of what is held), then the rest of the ring.
         case ready(prefix: [UInt8])
@@ -23,6 +29,10 @@ public struct SwitchAligner {
         var sample: Int64
         var blockSize: Int
         var sampleRate: Int
+        /// Where the audio known whole from here ends: for Ogg, the page's granule position (the
+        /// end of the last frame it completes; `sample` when it completes none); for native
+        /// FLAC, the frame's end.
+        var end: Int64
     }
 
     public let ogg: Bool
@@ -65,17 +75,33 @@ public struct SwitchAligner {
             || sample.subtractingReportingOverflow(newest.sample).partialValue > maxApartSamples {
             return .impossible("the new connection is at sample \(oldest.sample)…\(newest.sample), what plays at \(sample): not the same stream (an encoder restarted?)")
         }
-        // The last start at or before the position, and a later one (its frame is whole).
-        guard let k = starts.lastIndex(where: { $0.sample <= sample }), k + 1 < starts.count else { return .wait }
+        guard let k = starts.lastIndex(where: { $0.sample <= sample }) else { return .wait }
         if ogg {
+            // The page on which the frame at the position begins, and that frame whole: the page
+            // completes it (the granule lies beyond) or a later page begins.
+            guard k + 1 < starts.count || sample < starts[k].end else { return justPast(sample) ? .soon : .wait }
             guard let headerEnd else { return .impossible("the new connection sent no stream headers") }
             return .ready(prefix: Array(bytes[0..<headerEnd]) + bytes[starts[k].offset...])
         }
+        // The frame at the position, and a later one (a false sync has none; its frame is whole).
+        guard k + 1 < starts.count else { return justPast(sample) ? .soon : .wait }
         let s = starts[k]
         guard s.sample == sample else {
             return .impossible("the new connection's frames do not begin at sample \(sample) (one begins at \(s.sample))")
         }
         return .ready(prefix: Array(bytes[s.offset...]))
+    }
+
+    /// `.soon`: the position lies past the newest start by at most twice the newest page's
+    /// audio (Ogg) or five frames (native FLAC, whose newest frame counts once the next has come).
+    /// The sample of the newest start held (nil: none yet).
+    var newestSample: Int64? { starts.last?.sample }
+
+    private func justPast(_ sample: Int64) -> Bool {
+        guard let newest = starts.last, sample >= newest.sample else { return false }
+        // A granule from outside may be anything: bounded before it is doubled.
+        let page = min(max(newest.end - newest.sample, Int64(newest.blockSize)), maxApartSamples)
+        return sample - newest.sample <= (ogg ? 2 * page : 5 * Int64(newest.blockSize))
     }
 
     // MARK: - Native FLAC
@@ -98,7 +124,7 @@ public struct SwitchAligner {
         starts = headers.enumerated().compactMap { j, h in
             let next = h.firstSample + Int64(h.blockSize)
             guard headers[(j + 1)...].prefix(8).contains(where: { $0.firstSample == next }) else { return nil }
-            return Start(offset: h.offset, sample: h.firstSample, blockSize: h.blockSize, sampleRate: h.sampleRate)
+            return Start(offset: h.offset, sample: h.firstSample, blockSize: h.blockSize, sampleRate: h.sampleRate, end: next)
         }
     }
 
@@ -125,7 +151,8 @@ public struct SwitchAligner {
                 continue
             }
             guard let h = page.firstFrame else { continue }
-            starts.append(Start(offset: scanned, sample: h.firstSample, blockSize: h.blockSize, sampleRate: h.sampleRate))
+            starts.append(Start(offset: scanned, sample: h.firstSample, blockSize: h.blockSize, sampleRate: h.sampleRate,
+                                end: max(h.firstSample, page.granule)))
         }
     }
 }

@@ -84,6 +84,11 @@ final class SwitchAlignerTests: XCTestCase {
         XCTAssertEqual(OggPage(bytes: y, serial: 0, beginsStream: false).firstFrame?.firstSample, Self.first + 2 * 4608,
                        "the frame continued from X is not the first to begin on Y")
         var aligner = SwitchAligner(ogg: true, maxBytes: 1 << 20, maxApartSamples: 44100 * 60)
+        // X alone: frame 1 begins on it but runs over; the new connection is a moment behind.
+        aligner.feed(headers + x)
+        XCTAssertEqual(aligner.verdict(at: Self.first + 4608, sampleRate: 44100), .soon)
+        guard case .ready = aligner.verdict(at: Self.first, sampleRate: 44100) else { return XCTFail("frame 0 is whole on X") }
+        aligner = SwitchAligner(ogg: true, maxBytes: 1 << 20, maxApartSamples: 44100 * 60)
         // Fed in small pieces, as a ring is drained.
         let stream = headers + x + y + z
         for chunk in stride(from: 0, to: stream.count, by: 1000) { aligner.feed(stream[chunk..<min(stream.count, chunk + 1000)]) }
@@ -96,9 +101,14 @@ final class SwitchAlignerTests: XCTestCase {
         XCTAssertEqual(p2, headers + y + z)
         XCTAssertEqual(Self.frameStarts(p2, ogg: true), [Self.first + 2 * 4608, Self.first + 3 * 4608],
                        "libogg drops the piece of frame 1 that Y begins with")
-        // Frame 3 begins on the newest page: not known to be whole until a later one begins.
-        XCTAssertEqual(aligner.verdict(at: Self.first + 3 * 4608, sampleRate: 44100), .wait)
-        // Ahead of all of it (the new connection still coming): wait.
+        // Frame 3 begins on the newest page, whose granule says it completes it: from Z, as soon
+        // as Z is whole (the old connection's decoder takes the same page as soon as it is).
+        guard case .ready(let p3) = aligner.verdict(at: Self.first + 3 * 4608, sampleRate: 44100) else { return XCTFail() }
+        XCTAssertEqual(p3, headers + z)
+        XCTAssertEqual(Self.frameStarts(p3, ogg: true), [Self.first + 3 * 4608])
+        // Just past it (the page after Z, not here yet): soon; further ahead: wait.
+        XCTAssertEqual(aligner.verdict(at: Self.first + 4 * 4608, sampleRate: 44100), .soon)
+        XCTAssertEqual(aligner.verdict(at: Self.first + 5 * 4608, sampleRate: 44100), .soon)
         XCTAssertEqual(aligner.verdict(at: Self.first + 10 * 4608, sampleRate: 44100), .wait)
         // Before all of it, within reach (what plays catches up): wait.
         XCTAssertEqual(aligner.verdict(at: Self.first - 4608, sampleRate: 44100), .wait)
@@ -134,8 +144,10 @@ final class SwitchAlignerTests: XCTestCase {
         // Between two frames' starts: these are not the frames that play.
         guard case .impossible(let why) = aligner.verdict(at: s + 100, sampleRate: 44100) else { return XCTFail() }
         XCTAssertTrue(why.contains("do not begin"), why)
-        // The newest frame may still be arriving: wait for the one after it.
-        XCTAssertEqual(aligner.verdict(at: headers[headers.count - 1].firstSample, sampleRate: 44100), .wait)
+        // The newest frame may still be arriving: soon, once the one after it has come.
+        let newest = headers[headers.count - 1]
+        XCTAssertEqual(aligner.verdict(at: newest.firstSample, sampleRate: 44100), .soon)
+        XCTAssertEqual(aligner.verdict(at: newest.firstSample + 20 * Int64(newest.blockSize), sampleRate: 44100), .wait)
         XCTAssertEqual(aligner.verdict(at: headers[0].firstSample - 4608, sampleRate: 44100), .wait)
     }
 
