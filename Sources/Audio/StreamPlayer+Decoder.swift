@@ -93,7 +93,7 @@ extension StreamPlayer {
             gain: gain, onPlaying: { [self] in publish(.playing, for: playing.connection.generation) },
             onOutputLost: { [self] reason in outputLost(reason, generation: playing.connection.generation) })
         input.burst = output
-        let follower = SwitchFollower(player: self, kind: kind, output: output, loop: loop)
+        let follower = SwitchFollower(player: self, kind: kind, output: output)
         var step: SwitchFollower.Step? = nil
         // After a switch: frames of the new connection before this sample were heard already.
         var dropBefore: Int64? = nil

@@ -115,23 +115,18 @@ final class SwitchFollower {
     private let player: StreamPlayer
     private let kind: StreamKind
     private let output: StreamOutput
-    private let loop: AudioLoop
     private var attempt: SwitchAttempt? = nil
     private var aligner = SwitchAligner(ogg: true, maxBytes: 0, maxApartSamples: 0)
     private var firstByteMs = 0
     private var ended = false
     /// The new connection's start was sniffed as the same kind of stream as the old one's.
     private var sameKind = false
-    /// The newest start the new connection held when it was last waited for (`catchUp`): once
-    /// per page it brings.
-    private var waitedAtNewest: Int64? = nil
     private var scratch = [UInt8](repeating: 0, count: StreamTuning.oggReadBytes)
 
-    init(player: StreamPlayer, kind: StreamKind, output: StreamOutput, loop: AudioLoop) {
+    init(player: StreamPlayer, kind: StreamKind, output: StreamOutput) {
         self.player = player
         self.kind = kind
         self.output = output
-        self.loop = loop
     }
 
     /// Before the old connection's frame beginning at `sample` is written: what to do (nil:
@@ -149,7 +144,6 @@ final class SwitchFollower {
             firstByteMs = 0
             ended = false
             sameKind = false
-            waitedAtNewest = nil
         }
         drain(a.connection)
         let waitedMs = monotonicMs() - a.requestedMs
@@ -161,16 +155,14 @@ final class SwitchFollower {
             }
             sameKind = true
         }
-        var verdict = aligner.verdict(at: sample, sampleRate: format.sampleRate)
-        if verdict == .soon { verdict = catchUp(a, at: sample, format: format) }
-        switch verdict {
+        switch aligner.verdict(at: sample, sampleRate: format.sampleRate) {
         case .ready(let prefix):
             forget()
             Log.info("stream: \(a.connection.url) lined up at sample \(sample), \(waitedMs) ms after asking; switching there")
             return .aligned(a, prefix: prefix, from: sample)
         case .impossible(let why):
             return fresh(a, why: why)
-        case .wait, .soon:
+        case .wait:
             if ended { return fresh(a, why: "the new connection ended before it reached what plays") }
             if waitedMs > StreamTuning.switchWaitMs {
                 return fresh(a, why: "the new connection did not reach what plays within \(StreamTuning.switchWaitMs) ms")
@@ -180,7 +172,8 @@ final class SwitchFollower {
     }
 
     /// The old connection ended by itself after a frame that ended at `nextSample`: waits (in the
-    /// audio loop, bounded by `switchWaitMs` from the request) for a switch under way to line up.
+    /// audio loop, bounded by `switchWaitMs` from the request, what was written sent to the sound
+    /// server first) for a switch under way to line up.
     func lookAtEnd(nextSample: Int64, format: AudioFormat, loop: AudioLoop) -> Step? {
         while true {
             guard let a = player.switchUnderWay else { return nil }
@@ -189,27 +182,6 @@ final class SwitchFollower {
             output.inputWaits()
             loop.wait(deadlineMs: monotonicMs() + 20)
         }
-    }
-
-    /// The new connection is a moment behind the one that plays (`.soon`): waits for it in the
-    /// audio loop, with what is written sent to the sound server first, once per page it
-    /// brings, for at most `switchCatchUpMs` and only while the sound server still holds
-    /// `switchCushionMs` beyond the wait (so the wait is never heard). The verdict then.
-    private func catchUp(_ a: SwitchAttempt, at sample: Int64, format: AudioFormat) -> SwitchAligner.Verdict {
-        let newest = aligner.newestSample
-        guard newest != waitedAtNewest, let heardAt = output.heardAtMs(ofNewest: 0) else { return .soon }
-        let nowMs = monotonicMs()
-        let deadline = nowMs + min(StreamTuning.switchCatchUpMs, heardAt - nowMs - StreamTuning.switchCushionMs)
-        guard deadline > nowMs else { return .soon }
-        waitedAtNewest = newest
-        output.inputWaits()
-        while !a.connection.ring.isCancelled && !ended && monotonicMs() < deadline {
-            loop.wait(deadlineMs: deadline)
-            drain(a.connection)
-            let verdict = aligner.verdict(at: sample, sampleRate: format.sampleRate)
-            if verdict != .soon { return verdict }
-        }
-        return .soon
     }
 
     /// What was held of a switch that is over (taken or dropped) is let go.

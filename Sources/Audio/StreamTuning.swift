@@ -62,15 +62,6 @@ enum StreamTuning {
     /// The new connection's bytes held while it is lined up (Icecast's connect burst and what
     /// follows until it reaches what plays): ~40 s of the rig's stream vs. memory.
     static let switchHoldBytes = 1024 * 1024
-    /// When the new connection is a moment behind the one that plays (the decoder takes each
-    /// page as soon as it is whole; the other link brings it a few ms later), how long the
-    /// decoder may wait for it, once per page it brings, before it writes on from the old one: a
-    /// slower new link (another front end, TLS, a loaded proxy) still lined up vs. the dip in
-    /// what the sound server holds while it waits.
-    static let switchCatchUpMs = 150
-    /// That wait ends while the sound server still holds this much: never heard as a gap (it
-    /// holds ~150 ms at the least when the next page comes, so the wait comes at a later frame).
-    static let switchCushionMs = 200
     /// Positions further apart than this are another stream (an encoder restarted), not worth
     /// waiting for: longer than any burst or lag vs. waiting out `switchWaitMs` in vain.
     static let switchApartSeconds: Int64 = 60

@@ -8,12 +8,6 @@ public struct SwitchAligner {
         /// The position is not in what is held yet (the connection is still coming, or its
         /// oldest audio is still ahead of what plays): ask again at the next frame.
         case wait
-        /// The position lies just past what is held (Ogg: within a page like the newest after
-        /// it; native: within five frames of the newest start): the new connection is a moment
-        /// behind the one that plays. Both get each page of the live edge at about the same time
-        /// and the decoder takes a page as soon as it is whole, so this is common, not rare: a
-        /// short wait lines it up.
-        case soon
         /// Decode these bytes (the stream's header pages for Ogg, then from the page or frame
         /// where the position starts, to the end of what is held), then the rest of the ring.
         case ready(prefix: [UInt8])
@@ -79,29 +73,17 @@ public struct SwitchAligner {
         if ogg {
             // The page on which the frame at the position begins, and that frame whole: the page
             // completes it (the granule lies beyond) or a later page begins.
-            guard k + 1 < starts.count || sample < starts[k].end else { return justPast(sample) ? .soon : .wait }
+            guard k + 1 < starts.count || sample < starts[k].end else { return .wait }
             guard let headerEnd else { return .impossible("the new connection sent no stream headers") }
             return .ready(prefix: Array(bytes[0..<headerEnd]) + bytes[starts[k].offset...])
         }
         // The frame at the position, and a later one (a false sync has none; its frame is whole).
-        guard k + 1 < starts.count else { return justPast(sample) ? .soon : .wait }
+        guard k + 1 < starts.count else { return .wait }
         let s = starts[k]
         guard s.sample == sample else {
             return .impossible("the new connection's frames do not begin at sample \(sample) (one begins at \(s.sample))")
         }
         return .ready(prefix: Array(bytes[s.offset...]))
-    }
-
-    /// `.soon`: the position lies past the newest start by at most twice the newest page's
-    /// audio (Ogg) or five frames (native FLAC, whose newest frame counts once the next has come).
-    /// The sample of the newest start held (nil: none yet).
-    var newestSample: Int64? { starts.last?.sample }
-
-    private func justPast(_ sample: Int64) -> Bool {
-        guard let newest = starts.last, sample >= newest.sample else { return false }
-        // A granule from outside may be anything: bounded before it is doubled.
-        let page = min(max(newest.end - newest.sample, Int64(newest.blockSize)), maxApartSamples)
-        return sample - newest.sample <= (ogg ? 2 * page : 5 * Int64(newest.blockSize))
     }
 
     // MARK: - Native FLAC

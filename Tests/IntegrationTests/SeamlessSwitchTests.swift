@@ -9,11 +9,13 @@ import XCTest
 /// stretch around the switch has no longer silence than the stretch before it (a few ms of
 /// margin) and the sine goes on without a jump of phase (nothing repeated or skipped); the status
 /// never leaves Playing; the old connection closes only after the new one opened (the rig's
-/// links log both). A switch that cannot be lined up (another kind of stream) still plays.
+/// links log both). So too when the new link brings each page a moment after the old one (the
+/// decoder takes a page as soon as it is whole, so the new connection is then never ahead). A
+/// switch that cannot be lined up (another kind of stream) still plays.
 extension Rig {
-    /// A clean link of the rig's named `name`: its Ogg and native stream URLs.
-    func link(_ name: String) throws -> (ogg: String, native: String) {
-        let reply = try XCTUnwrap(command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
+    /// The rig's link named `name` (clean, or as `plan` says): its Ogg and native stream URLs.
+    func link(_ name: String, plan: [String: Any] = [:]) throws -> (ogg: String, native: String) {
+        let reply = try XCTUnwrap(command(["cmd": "link", "name": name, "plan": plan]) as? [String: Any])
         return (try XCTUnwrap(reply["stream_url"] as? String), try XCTUnwrap(reply["native_stream_url"] as? String))
     }
 
@@ -66,7 +68,7 @@ enum SwitchHearing {
 }
 
 class SeamlessSwitchTestCase: StreamAudioTestCase {
-    func link(_ name: String) throws -> (ogg: String, native: String) { try rig.link(name) }
+    func link(_ name: String, plan: [String: Any] = [:]) throws -> (ogg: String, native: String) { try rig.link(name, plan: plan) }
 
     func linkEvents(_ name: String, _ event: String, since: Double) throws -> [Double] {
         try rig.linkEvents(name, event, since: since)
@@ -149,6 +151,15 @@ class SeamlessSwitchTestCase: StreamAudioTestCase {
         try switchesSeamlessly(from: rig.info.nginx_stream_url, to: rig.info.stream_url, links: nil, "nginx to Icecast")
     }
 
+    /// The new link a moment behind the old one: a rate cap of 80 KB/s (a bucket of 50 ms, 4 KB)
+    /// holds each of the rig's ~10 KB pages back ~75 ms, so the new connection gets each page
+    /// after the old one's decoder has it (it takes a page as soon as it is whole).
+    func aSlowerNewLinkSwitchesWithoutAGapOrAJump() throws {
+        let (a, b) = ("switch-slow-a-\(Self.soundKind)", "switch-slow-b-\(Self.soundKind)")
+        let (fromURL, toURL) = (try link(a).ogg, try link(b, plan: ["rate": 80_000]).ogg)
+        try switchesSeamlessly(from: fromURL, to: toURL, links: (a, b), "Ogg, to a slower link")
+    }
+
     func nativeSwitchesWithoutAGapOrAJump() throws {
         let (a, b) = ("switch-native-a-\(Self.soundKind)", "switch-native-b-\(Self.soundKind)")
         let (fromURL, toURL) = (try link(a).native, try link(b).native)
@@ -182,6 +193,7 @@ class SeamlessSwitchTestCase: StreamAudioTestCase {
 final class SeamlessSwitchTests: SeamlessSwitchTestCase {
     func testAChangedURLSwitchesWithoutAGapOrAJump() throws { try aChangedURLSwitchesWithoutAGapOrAJump() }
     func testIcecastToNginxAndBackSwitchesWithoutAGapOrAJump() throws { try icecastToNginxAndBackSwitchesWithoutAGapOrAJump() }
+    func testASlowerNewLinkSwitchesWithoutAGapOrAJump() throws { try aSlowerNewLinkSwitchesWithoutAGapOrAJump() }
     func testNativeSwitchesWithoutAGapOrAJump() throws { try nativeSwitchesWithoutAGapOrAJump() }
     func testASwitchThatCannotBeLinedUpStillPlays() throws { try aSwitchThatCannotBeLinedUpStillPlays() }
 }
@@ -190,5 +202,6 @@ final class PipeWireSeamlessSwitchTests: SeamlessSwitchTestCase {
     override class var soundKind: String { "pipewire" }
     func testAChangedURLSwitchesWithoutAGapOrAJump() throws { try aChangedURLSwitchesWithoutAGapOrAJump() }
     func testIcecastToNginxAndBackSwitchesWithoutAGapOrAJump() throws { try icecastToNginxAndBackSwitchesWithoutAGapOrAJump() }
+    func testASlowerNewLinkSwitchesWithoutAGapOrAJump() throws { try aSlowerNewLinkSwitchesWithoutAGapOrAJump() }
     func testASwitchThatCannotBeLinedUpStillPlays() throws { try aSwitchThatCannotBeLinedUpStillPlays() }
 }
