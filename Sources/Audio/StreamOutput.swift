@@ -17,7 +17,7 @@ final class StreamOutput: BurstWatcher {
         var onBoundary: (BoundaryHeard) -> Void = { _ in }
     }
 
-    private let connection: StreamConnection
+    private var connection: StreamConnection
     private let settings: Settings
     private let loop: AudioLoop
     private let stats: StreamStats
@@ -105,6 +105,21 @@ final class StreamOutput: BurstWatcher {
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }
         return played(bytes, format: f.format, sink: sink)
+    }
+
+    /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
+    /// sound server holds and what is still to go to it. Nil without a timing report.
+    func heardAtMs(ofNewest ms: Int) -> Int? {
+        guard let sink, let us = sink.latencyUs() else { return nil }
+        let unwrittenMs = sink.format.milliseconds(frames: sink.pendingBytes / sink.format.sinkBytesPerFrame)
+        return monotonicMs() + us / 1000 + unwrittenMs - ms
+    }
+
+    /// A switch took over from the connection at a frame boundary: the same audio goes on from
+    /// `next`, through this output (its sink, join, heard delay and boundary watch carry on).
+    func follow(_ next: StreamConnection) {
+        connection = next
+        pausesSeen = next.warmth.pauses
     }
 
     /// The data paused: the burst is over if a join buffer's worth is held. (Also the end of
