@@ -188,6 +188,23 @@ public final class StreamPlayer: @unchecked Sendable {
 
     // MARK: - "stream-http"
 
+    /// A failure's reason without the times libcurl puts in it ("Failed to connect … after 3 ms"),
+    /// which differ from one attempt to the next on a busy machine: for telling whether the
+    /// reason changed.
+    static func withoutTimings(_ reason: String) -> String {
+        var out = "", rest = Substring(reason)
+        while let r = rest.firstRange(ofText: "after ") {
+            out += rest[..<r.upperBound]
+            rest = rest[r.upperBound...]
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            if !digits.isEmpty && rest.dropFirst(digits.count).hasPrefix(" ms") {
+                out += "N"
+                rest = rest.dropFirst(digits.count)
+            }
+        }
+        return out + rest
+    }
+
     private func networkLoop() {
         let get = StreamingGet()
         var policy = ReconnectPolicy()
@@ -237,7 +254,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 stats.connectionEnded(reason: reason)
                 // Said when an outage starts and when its reason or pace changes: a line for every
                 // quick retry would fill the journal.
-                let said = (reason, delayMs)
+                let said = (Self.withoutTimings(reason), delayMs)
                 var quiet = false
                 if case .reconnecting = next { quiet = policy.failuresInOutage > 1 && lastSaid.map { $0 == said } ?? false }
                 Log.write(quiet ? .debug : .warning, "stream: \(next)")
