@@ -249,9 +249,13 @@ final class StreamOutput: BurstWatcher {
     private func openSink(_ format: AudioFormat) -> PulseSink? {
         if let sink, sink.format == format, sink.failure == nil, sink.lost == nil { return sink }
         sink = nil
+        let (server, lost) = (settings.server, settings.lostAction)
         do throws(SinkError) {
-            let s = try PulseSink(format: format, server: settings.server, sink: settings.sinkName, loop: loop,
-                                  lostAction: settings.lostAction)
+            let s: PulseSink
+            do throws(SinkError) { s = try PulseSink(format: format, server: server, sink: settings.sinkName, loop: loop, lostAction: lost) } catch where error.missing && lost() == .follow {
+                s = try PulseSink(format: format, server: server, sink: nil, loop: loop, lostAction: lost)  // as a playing stream is moved
+                Log.info("stream: \(error.message); playing on the default output (on_output_lost = follow)")
+            }
             s.onOutputLost = onOutputLost
             sink = s
         } catch {
