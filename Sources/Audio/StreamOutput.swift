@@ -1,10 +1,9 @@
 import Support
 
-/// Decoded frames to the sound server, on the decoder thread: converts with the software volume
-/// straight into the sound server's memory, holds the join buffer, reopens the sink on a format
-/// change, waits (in the `AudioLoop`) for the server to ask for more, keeps the heard delay, and
-/// announces `.playing` once per connection. One per connection; the sink outlives it (the
-/// player hands it on). Not thread-safe.
+/// Decoded frames to the sound server, on the decoder thread: converts with the software volume straight
+/// into the sound server's memory, holds the join buffer, reopens the sink on a format change, waits (in
+/// the `AudioLoop`) for the server to ask for more, keeps the heard delay, and announces `.playing` once
+/// per connection. One per connection; the sink outlives it (the player hands it on). Not thread-safe.
 final class StreamOutput: BurstWatcher {
     struct Settings {
         var joinKeepMs: Int
@@ -16,7 +15,6 @@ final class StreamOutput: BurstWatcher {
         var boundaries: BoundaryRequests? = nil
         var onBoundary: (BoundaryHeard) -> Void = { _ in }
     }
-
     private var connection: StreamConnection
     private let settings: Settings
     private let loop: AudioLoop
@@ -48,7 +46,9 @@ final class StreamOutput: BurstWatcher {
          stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void, onOutputLost: @escaping (String) -> Void) {
         self.connection = connection
         self.settings = settings
-        self.sink = sink
+        // Where `follow` let the sound server move it, it is not kept once `pause` is asked for.
+        let elsewhere = settings.lostAction() == .pause && settings.sinkName.map(PulseSink.isSinkName) == true && sink?.device != settings.sinkName
+        if elsewhere { sink?.pause() } else { self.sink = sink }
         self.loop = loop
         self.stats = stats
         self.gain = gain
@@ -56,7 +56,7 @@ final class StreamOutput: BurstWatcher {
         self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
-        sink?.onOutputLost = onOutputLost
+        self.sink?.onOutputLost = onOutputLost
         stats.delayUnmeasured()
     }
 

@@ -56,8 +56,9 @@ extension StreamPlayer {
     func switchOrReconnect(from old: StreamConfig) {
         let made = monitor.withLock { () -> Bool in
             dropSwitchLocked()
+            // A new on_output_lost reconnects: the output is opened again where `pause` wants it.
             let sameOutput = old.sink == _config.sink && old.pulseServer == _config.pulseServer
-                && old.joinBufferMs == _config.joinBufferMs
+                && old.joinBufferMs == _config.joinBufferMs && old.onOutputLost == _config.onOutputLost
             guard sameOutput, wanted, status == .playing, let c = current, c.warmUntilMs == nil, !c.ring.isCancelled else { return false }
             let ring = ByteRing(capacity: _config.ringBytes, wake: { [loop] in loop.wake() })
             let next = StreamConnection(ring: ring, url: redactedURL(_config.url), generation: generation)
