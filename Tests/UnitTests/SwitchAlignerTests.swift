@@ -32,9 +32,9 @@ final class SwitchAlignerTests: XCTestCase {
     /// An Ogg page (RFC 3533) of `pieces`; a piece whose length is a multiple of 255 and that
     /// is marked open goes on on the next page.
     /// The capture's logical stream (libFLAC follows the first serial it sees).
-    static var serial: [UInt8] { Array(try! BurstSkipTests.capture("ogg-join.bin")[14..<18]) }
+    static func serial() throws -> [UInt8] { Array(try BurstSkipTests.capture("ogg-join.bin")[14..<18]) }
 
-    static func page(sequence: UInt32, granule: Int64, continued: Bool = false, pieces: [[UInt8]], openLast: Bool = false) -> [UInt8] {
+    static func page(sequence: UInt32, granule: Int64, continued: Bool = false, pieces: [[UInt8]], openLast: Bool = false) throws -> [UInt8] {
         var lacing: [UInt8] = []
         for (i, p) in pieces.enumerated() {
             lacing += [UInt8](repeating: 255, count: p.count / 255)
@@ -42,7 +42,7 @@ final class SwitchAlignerTests: XCTestCase {
         }
         var b: [UInt8] = Array("OggS".utf8) + [0, continued ? 1 : 0]
         b += (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: granule) >> (8 * UInt64($0))) }
-        b += serial
+        b += try serial()
         b += (0..<4).map { UInt8(truncatingIfNeeded: sequence >> (8 * UInt32($0))) }
         b += [0, 0, 0, 0, UInt8(lacing.count)] + lacing + pieces.flatMap { $0 }
         var crc: UInt32 = 0
@@ -78,9 +78,9 @@ final class SwitchAlignerTests: XCTestCase {
         XCTAssertEqual(f.count, 4)
         // Frame 1 runs over from page X onto page Y (a 255-byte multiple on X).
         let cut = f[1].count / 255 * 255
-        let x = Self.page(sequence: 7, granule: Self.first + 4608, pieces: [f[0], Array(f[1][..<cut])], openLast: true)
-        let y = Self.page(sequence: 8, granule: Self.first + 3 * 4608, continued: true, pieces: [Array(f[1][cut...]), f[2]])
-        let z = Self.page(sequence: 9, granule: Self.first + 4 * 4608, pieces: [f[3]])
+        let x = try Self.page(sequence: 7, granule: Self.first + 4608, pieces: [f[0], Array(f[1][..<cut])], openLast: true)
+        let y = try Self.page(sequence: 8, granule: Self.first + 3 * 4608, continued: true, pieces: [Array(f[1][cut...]), f[2]])
+        let z = try Self.page(sequence: 9, granule: Self.first + 4 * 4608, pieces: [f[3]])
         XCTAssertEqual(OggPage(bytes: y, serial: 0, beginsStream: false).firstFrame?.firstSample, Self.first + 2 * 4608,
                        "the frame continued from X is not the first to begin on Y")
         var aligner = SwitchAligner(ogg: true, maxBytes: 1 << 20, maxApartSamples: 44100 * 60)
@@ -115,8 +115,8 @@ final class SwitchAlignerTests: XCTestCase {
 
     func testOggWithoutHeaderPagesOrFarApartOrAtAnotherRateIsRefused() throws {
         let (headers, f) = try Self.oggParts()
-        let x = Self.page(sequence: 7, granule: Self.first + 2 * 4608, pieces: [f[0], f[1]])
-        let y = Self.page(sequence: 8, granule: Self.first + 4 * 4608, pieces: [f[2], f[3]])
+        let x = try Self.page(sequence: 7, granule: Self.first + 2 * 4608, pieces: [f[0], f[1]])
+        let y = try Self.page(sequence: 8, granule: Self.first + 4 * 4608, pieces: [f[2], f[3]])
         var bare = SwitchAligner(ogg: true, maxBytes: 1 << 20, maxApartSamples: 44100 * 60)
         bare.feed(x + y)
         guard case .impossible(let why) = bare.verdict(at: Self.first, sampleRate: 44100) else { return XCTFail() }
