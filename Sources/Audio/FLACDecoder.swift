@@ -32,6 +32,9 @@ public struct DecodedFrame {
     public let samples: Int
     /// `channels` pointers to `samples` Int32 each (libFLAC's planar buffers).
     public let planes: UnsafePointer<UnsafePointer<Int32>?>
+    /// The stream position of the frame's first sample, from its header: the same audio has the
+    /// same number on every connection to the mount (a switch lines connections up by it).
+    public var firstSample: Int64 = 0
 }
 
 public enum DecoderInput {
@@ -123,7 +126,13 @@ final class FLACDecoder {
     fileprivate func onWrite(_ f: UnsafePointer<FLAC__Frame>, _ planes: UnsafePointer<UnsafePointer<Int32>?>) -> FLAC__StreamDecoderWriteStatus {
         let h = f.pointee.header
         let format = AudioFormat(sampleRate: Int(h.sample_rate), channels: Int(h.channels), bitsPerSample: Int(h.bits_per_sample))
-        guard frame(DecodedFrame(format: format, samples: Int(h.blocksize), planes: planes)) else {
+        // libFLAC turns a frame number into a sample number where it can; where it cannot (no
+        // STREAMINFO) the block size is the stream's own (RFC 9639 §9.1.5).
+        let first = h.number_type == FLAC__FRAME_NUMBER_TYPE_SAMPLE_NUMBER
+            ? h.number.sample_number : UInt64(h.number.frame_number) &* UInt64(h.blocksize)
+        let decoded = DecodedFrame(format: format, samples: Int(h.blocksize), planes: planes,
+                                   firstSample: Int64(clamping: first))
+        guard frame(decoded) else {
             consumerStopped = true
             return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
         }

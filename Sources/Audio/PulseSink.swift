@@ -79,11 +79,11 @@ public final class PulseSink {
         } catch {
             throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error
         }
-        if let sink, lostAction() == .pause, PulseSink.isSinkName(sink),
-           let got = pa_stream_get_device_name(s).map({ String(cString: $0) }), got != sink {
-            throw missing
-        }
+        if let sink, lostAction() == .pause, PulseSink.isSinkName(sink), device != sink { throw missing }
     }
+
+    /// The sink the stream plays on now (PulseAudio may have moved it there).
+    var device: String? { stream.flatMap { pa_stream_get_device_name($0) }.map { String(cString: $0) } }
 
 
     deinit {
@@ -262,8 +262,8 @@ public final class PulseSink {
     }
 
     func streamMoved() {
-        guard let s = stream else { return }
-        let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "another output"
+        guard stream != nil else { return }
+        let name = device ?? "another output"
         if lostAction() == .follow {
             Log.info("stream: PulseAudio moved the sound output to '\(name)'; playing on there (on_output_lost = follow)")
             return
@@ -275,7 +275,7 @@ public final class PulseSink {
 
     func streamSuspended() {
         guard let s = stream, pa_stream_is_suspended(s) == 1, !corked else { return }
-        let name = pa_stream_get_device_name(s).map { String(cString: $0) } ?? "the output"
+        let name = device ?? "the output"
         if lostAction() == .follow {
             Log.info("stream: the sound output '\(name)' was suspended; waiting for it (on_output_lost = follow)")
             return

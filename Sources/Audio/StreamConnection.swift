@@ -24,6 +24,7 @@ final class StreamConnection: @unchecked Sendable {
     private var warm: (sinceMs: Int, untilMs: Int)? = nil
     private var pauses = 0
     private var transferEnded = false
+    private var _replacement: SwitchAttempt? = nil
 
     init(ring: ByteRing, url: String, generation: Int) {
         self.ring = ring
@@ -89,6 +90,13 @@ final class StreamConnection: @unchecked Sendable {
     func fail(_ reason: String, permanent: Bool = true) {
         lock.withLock { _failure = ConnectionFailure(reason: reason, permanent: permanent) }
         ring.cancel()
+    }
+
+    /// The connection a switch took over from this one with (`StreamPlayer.takeOver`): set
+    /// before this one is cancelled, so "stream-http" follows it when this transfer ends.
+    var replacement: SwitchAttempt? {
+        get { lock.withLock { _replacement } }
+        set { lock.withLock { _replacement = newValue } }
     }
 
     func addPlayed(_ ms: Int) { lock.withLock { _playedMs += ms } }

@@ -62,10 +62,7 @@ final class StreamInput {
     private var page: [UInt8] = []
     private var pageOffset = 0
     private var serial: UInt32? = nil
-    /// The sequence number of the last page handed on, and whether the packet it leaves open
-    /// (if any) was handed on from its start.
-    private var lastSequence: UInt32? = nil
-    private var openPacketKept = true
+    private var unwrapper = OggFLACUnwrapper()
     /// The current decoder reached the first page of a new chained logical stream.
     private var chainBoundary = false
     private var pendingPage: (page: OggPage, arrivalMs: Int)? = nil
@@ -154,12 +151,7 @@ final class StreamInput {
             // A page of another logical stream multiplexed beside this one: not its FLAC.
             if !next.page.beginsStream, let current = serial, current != next.page.serial { continue }
             serial = next.page.serial
-            // A packet continued from a page not handed on (skipped at the join, corrupt) is
-            // left out: its tail would cost libFLAC a lost sync.
-            let follows = openPacketKept && lastSequence.map { next.page.sequence == $0 &+ 1 } ?? false
-            lastSequence = next.page.sequence
-            openPacketKept = next.page.keepsOpenPacket(afterPageBefore: follows)
-            page = next.page.flacBody(afterPageBefore: follows)
+            page = unwrapper.flacBody(of: next.page)
             pageOffset = 0
         }
         let n = copy(page, from: pageOffset, into: buf)

@@ -1,10 +1,9 @@
 import Support
 
-/// Decoded frames to the sound server, on the decoder thread: converts with the software volume
-/// straight into the sound server's memory, holds the join buffer, reopens the sink on a format
-/// change, waits (in the `AudioLoop`) for the server to ask for more, keeps the heard delay, and
-/// announces `.playing` once per connection. One per connection; the sink outlives it (the
-/// player hands it on). Not thread-safe.
+/// Decoded frames to the sound server, on the decoder thread: converts with the software volume straight
+/// into the sound server's memory, holds the join buffer, reopens the sink on a format change, waits (in
+/// the `AudioLoop`) for the server to ask for more, keeps the heard delay, and announces `.playing` once
+/// per connection. One per connection; the sink outlives it (the player hands it on). Not thread-safe.
 final class StreamOutput: BurstWatcher {
     struct Settings {
         var joinKeepMs: Int
@@ -16,8 +15,7 @@ final class StreamOutput: BurstWatcher {
         var boundaries: BoundaryRequests? = nil
         var onBoundary: (BoundaryHeard) -> Void = { _ in }
     }
-
-    private let connection: StreamConnection
+    private var connection: StreamConnection
     private let settings: Settings
     private let loop: AudioLoop
     private let stats: StreamStats
@@ -51,7 +49,9 @@ final class StreamOutput: BurstWatcher {
          stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void, onOutputLost: @escaping (String) -> Void) {
         self.connection = connection
         self.settings = settings
-        self.sink = sink
+        // Where `follow` let the sound server move it, it is not kept once `pause` is asked for.
+        let elsewhere = settings.lostAction() == .pause && settings.sinkName.map(PulseSink.isSinkName) == true && sink?.device != settings.sinkName
+        if elsewhere { sink?.pause() } else { self.sink = sink }
         self.loop = loop
         self.stats = stats
         self.gain = gain
@@ -60,7 +60,7 @@ final class StreamOutput: BurstWatcher {
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         cushion = OutputCushion(learned: stats.cushionTarget)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
-        sink?.onOutputLost = onOutputLost
+        self.sink?.onOutputLost = onOutputLost
         stats.delayUnmeasured()
     }
 
@@ -117,6 +117,21 @@ final class StreamOutput: BurstWatcher {
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }
         return played(bytes, format: f.format, sink: sink)
+    }
+
+    /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
+    /// sound server holds and what is still to go to it. Nil without a timing report.
+    func heardAtMs(ofNewest ms: Int) -> Int? {
+        guard let sink, let us = sink.latencyUs() else { return nil }
+        let unwrittenMs = sink.format.milliseconds(frames: sink.pendingBytes / sink.format.sinkBytesPerFrame)
+        return monotonicMs() + us / 1000 + unwrittenMs - ms
+    }
+
+    /// A switch took over from the connection at a frame boundary: the same audio goes on from
+    /// `next`, through this output (its sink, join, heard delay and boundary watch carry on).
+    func follow(_ next: StreamConnection) {
+        connection = next
+        pausesSeen = next.warmth.pauses
     }
 
     /// The data paused: the burst is over if a join buffer's worth is held. (Also the end of
@@ -246,9 +261,13 @@ final class StreamOutput: BurstWatcher {
     private func openSink(_ format: AudioFormat) -> PulseSink? {
         if let sink, sink.format == format, sink.failure == nil, sink.lost == nil { return sink }
         sink = nil
+        let (server, lost) = (settings.server, settings.lostAction)
         do throws(SinkError) {
-            let s = try PulseSink(format: format, server: settings.server, sink: settings.sinkName, loop: loop,
-                                  lostAction: settings.lostAction)
+            let s: PulseSink
+            do throws(SinkError) { s = try PulseSink(format: format, server: server, sink: settings.sinkName, loop: loop, lostAction: lost) } catch where error.missing && lost() == .follow {
+                s = try PulseSink(format: format, server: server, sink: nil, loop: loop, lostAction: lost)  // as a playing stream is moved
+                Log.info("stream: \(error.message); playing on the default output (on_output_lost = follow)")
+            }
             s.onOutputLost = onOutputLost
             sink = s
         } catch {

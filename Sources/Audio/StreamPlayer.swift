@@ -14,7 +14,7 @@ import Support
 public final class StreamPlayer: @unchecked Sendable {
     let monitor = Monitor()
     // Guarded by `monitor`:
-    private var _config: StreamConfig
+    var _config: StreamConfig
     weak var _delegate: StreamPlayerDelegate?
     var wanted = false
     /// Counts play/pause/stop: what a thread started for an older one does not count.
@@ -24,6 +24,8 @@ public final class StreamPlayer: @unchecked Sendable {
     var current: StreamConnection? = nil
     /// Connections with data, in order, for the decoder thread.
     var handoff: [StreamConnection] = []
+    /// A new connection made while `current` plays, until the decoder takes it over (StreamSwitch).
+    var pendingSwitch: SwitchAttempt? = nil
     var status: StreamStatus = .stopped
     private var statusSequence = 0
     private var started = false
@@ -109,11 +111,12 @@ public final class StreamPlayer: @unchecked Sendable {
     /// audio): only while the server's delay is learned.
     public func watchBoundaries(_ on: Bool) { boundaries.watching = on }
 
-    /// Replaces the configuration (e.g. a new password after SIGHUP); reconnects if playing,
-    /// and closes a connection kept warm. Only a new `keepWarmSeconds` is applied as it is: to the
+    /// Replaces the configuration (e.g. a new password after SIGHUP, another route); while
+    /// playing, the new connection is made first and taken over at the sample that plays
+    /// (`switchOrReconnect`); a connection kept warm is closed. Only a new `keepWarmSeconds` is applied as it is: to the
     /// pause under way, timed from its start.
     public func update(config: StreamConfig) {
-        let onlyWarmth = monitor.withLock { () -> Bool in
+        let old = monitor.withLock { () -> StreamConfig? in
             var old = _config
             old.keepWarmSeconds = config.keepWarmSeconds
             _config = config
@@ -123,9 +126,9 @@ public final class StreamPlayer: @unchecked Sendable {
             } else if !wanted {
                 endWarmLocked()
             }
-            return old == config
+            return old == config ? nil : old
         }
-        if !onlyWarmth { reconnect() }
+        if let old { switchOrReconnect(from: old) }
     }
 
     public var config: StreamConfig { monitor.withLock { _config } }
@@ -146,6 +149,7 @@ public final class StreamPlayer: @unchecked Sendable {
             }
             wanted = w
             generation += 1
+            dropSwitchLocked()
             let warmMs = _config.keepWarmSeconds.multiplied(saturating: 1000)
             if w, let c = current, c.resumeWarm(generation: generation) {
                 // The decoder writes what it holds and says `.playing`.
@@ -188,33 +192,62 @@ public final class StreamPlayer: @unchecked Sendable {
 
     // MARK: - "stream-http"
 
+    /// A failure's reason without the times libcurl puts in it ("Failed to connect … after 3 ms"),
+    /// which differ from one attempt to the next on a busy machine: for telling whether the
+    /// reason changed.
+    static func withoutTimings(_ reason: String) -> String {
+        var out = "", rest = Substring(reason)
+        while let r = rest.firstRange(ofText: "after ") {
+            out += rest[..<r.upperBound]
+            rest = rest[r.upperBound...]
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            if !digits.isEmpty && rest.dropFirst(digits.count).hasPrefix(" ms") {
+                out += "N"
+                rest = rest.dropFirst(digits.count)
+            }
+        }
+        return out + rest
+    }
+
     private func networkLoop() {
         let get = StreamingGet()
         var policy = ReconnectPolicy()
         var lastSaid: (String, Int)? = nil
         while true {
-            let (first, config) = monitor.withLock { () -> (Int, StreamConfig) in
+            let (first, asked) = monitor.withLock { () -> (Int, StreamConfig) in
                 while !wanted { monitor.wait(deadlineMs: nil) }
                 return (generation, _config)
             }
-            let url = redactedURL(config.url)
+            var config = asked
+            var url = redactedURL(config.url)
             var options = StreamingGet.Options(user: config.user, password: config.password)
             options.stallSeconds = config.stallSeconds
             options.connectTimeoutMs = StreamTuning.connectTimeoutMs
             let ring = ByteRing(capacity: config.ringBytes, wake: { [loop] in loop.wake() })
-            let c = StreamConnection(ring: ring, url: url, generation: first)
+            var c = StreamConnection(ring: ring, url: url, generation: first)
             guard publish(.connecting, for: first, before: { current = c }) else { continue }
             let transfer = StreamTransfer(connection: c, stats: stats) { [self] c in
                 monitor.withLock { handoff.append(c) }
                 loop.wake()
             }
-            let end = get.perform(url: config.url, options: options, delegate: transfer)
+            var end = get.perform(url: config.url, options: options, delegate: transfer)
             // Kept warm after a pause, it may have been resumed for a later Play.
-            let gen = c.endTransfer()
+            var gen = c.endTransfer()
             c.ring.finish()
             // Judge the end only once the decoder has seen every byte: a short reply (an HTML
             // page) is "not FLAC", not "the server ended the stream". Buffered audio plays out.
             if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
+            // A switch took over (make before break): its connection is followed from here as
+            // this thread's own, through as many switches as come.
+            while let next = c.replacement {
+                c = next.connection
+                (url, config) = (next.connection.url, next.config)
+                end = next.waitForEnd()
+                gen = c.generation
+                if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
+            }
+            // Ended on its own: a switch still under way is not taken over by anyone.
+            monitor.withLock { if current === c { dropSwitchLocked() } }
             guard monitor.withLock({ wanted && generation == gen }) else { continue }
             if monitor.withLock({ () -> Bool in defer { retryRequested = false }; return retryRequested }) {
                 policy.restartOutage()
@@ -225,7 +258,7 @@ public final class StreamPlayer: @unchecked Sendable {
                 stats.connectionEnded(reason: reason)
                 // Said when an outage starts and when its reason or pace changes: a line for every
                 // quick retry would fill the journal.
-                let said = (reason, delayMs)
+                let said = (Self.withoutTimings(reason), delayMs)
                 var quiet = false
                 if case .reconnecting = next { quiet = policy.failuresInOutage > 1 && lastSaid.map { $0 == said } ?? false }
                 Log.write(quiet ? .debug : .warning, "stream: \(next)")

@@ -131,6 +131,26 @@ extension OggPage {
     }
 }
 
+/// Ogg FLAC pages in order to native FLAC: each page's packets (`OggPage.flacBody`), the start
+/// of a packet continued from a page not handed on (skipped, corrupt, a gap in the sequence)
+/// left out, as its tail would cost libFLAC a lost sync.
+public struct OggFLACUnwrapper: Sendable {
+    /// The sequence number of the last page handed on, and whether the packet it leaves open
+    /// (if any) was handed on from its start.
+    private var lastSequence: UInt32? = nil
+    private var openPacketKept = true
+
+    public init() {}
+
+    /// The native FLAC bytes `page` adds.
+    public mutating func flacBody(of page: OggPage) -> [UInt8] {
+        let follows = openPacketKept && lastSequence.map { page.sequence == $0 &+ 1 } ?? false
+        lastSequence = page.sequence
+        openPacketKept = page.keepsOpenPacket(afterPageBefore: follows)
+        return page.flacBody(afterPageBefore: follows)
+    }
+}
+
 private let oggCRCTable: [UInt32] = (0..<256).map { i -> UInt32 in
     var r = UInt32(i) << 24
     for _ in 0..<8 { r = r & 0x8000_0000 != 0 ? (r << 1) ^ 0x04C1_1DB7 : r << 1 }

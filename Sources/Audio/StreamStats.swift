@@ -88,6 +88,15 @@ final class StreamStats: Sendable {
 
     func note(error: String) { figures.withLock { $0.lastError = Log.scrub(error) } }
 
+    /// A switch took a new connection over at the same sample (make before break); its first
+    /// audio is heard at `heardAtMs` (nil: not known yet).
+    func switched(heardAtMs: Int?) {
+        figures.withLock {
+            $0.seamlessSwitches += 1
+            $0.lastSwitchHeardAtMs = heardAtMs
+        }
+    }
+
     /// A connection ended and another will follow.
     func connectionEnded(reason: String) {
         let scrubbed = Log.scrub(reason)

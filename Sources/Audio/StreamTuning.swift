@@ -52,6 +52,20 @@ enum StreamTuning {
     /// soon on a server that never pauses its burst vs. dropping more of it.
     static let joinCapMs = 5000
 
+    // MARK: Switching connections (make before break)
+
+    /// How long after a switch is asked for (a changed URL, another route) the new connection may
+    /// take to connect and reach the sample that plays before it is played as a fresh connection,
+    /// as a reconnect would: a slow connect still switched seamlessly vs. how long the old route
+    /// is used after it was left (~0.85 s to connect on the rig).
+    static let switchWaitMs = 6000
+    /// The new connection's bytes held while it is lined up (Icecast's connect burst and what
+    /// follows until it reaches what plays): ~40 s of the rig's stream vs. memory.
+    static let switchHoldBytes = 1024 * 1024
+    /// Positions further apart than this are another stream (an encoder restarted), not worth
+    /// waiting for: longer than any burst or lag vs. waiting out `switchWaitMs` in vain.
+    static let switchApartSeconds: Int64 = 60
+
     // MARK: Pause
 
     /// How long a pause here keeps the connection (`keep_warm`), read and decoded unheard, so

@@ -67,6 +67,10 @@ public struct StreamFigures: Sendable, Equatable {
     public var bytesReceived = 0
     public var samplesDecoded = 0
     public var reconnects = 0
+    /// New connections taken over at the sample that played (a changed URL, another route).
+    public var seamlessSwitches = 0
+    /// When the first audio of the last of those is heard (monotonic ms; nil: unknown).
+    public var lastSwitchHeardAtMs: Int? = nil
     public var lostSync = 0
     public var lastError: String? = nil
     /// How far what is heard lags the stream's live edge as received: the sound server's buffer,

@@ -131,10 +131,17 @@ extension BridgeState {
             server.state = new
             anchorPosition(pos, m)
             // At the end of its tracklist Mopidy stops with no current track, and no event says
-            // so: what it has is fetched once the stop is heard (unless a newer state waits).
-            // (It says stopped twice there: the fetch follows the last.)
-            if new == .stopped, eventsConnected, !held.contains(where: { $0.event.houseState != nil }) {
-                if syncing { resyncAgain = true } else { resync(&fx) }
+            // so: what it has is fetched once the stop is heard, unless a start waits (it names
+            // its track). A pause or stop still held is heard first: the fetch waits for it.
+            // (It says stopped twice there, and a pause of the stopped house keeps no track.)
+            if new == .stopped, eventsConnected, !held.contains(where: { $0.event.startsMusic }) {
+                if held.contains(where: { $0.event.houseState != nil }) {
+                    resyncAtMs = min(resyncAtMs ?? m.nowMs, m.nowMs)
+                } else if syncing {
+                    resyncAgain = true
+                } else {
+                    resync(&fx)
+                }
             }
         case .seeked(let pos):
             anchorPosition(pos, m)

@@ -61,8 +61,7 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
         var scratch = [UInt8](repeating: 0, count: 4096)
         var body: [UInt8] = []
         var offset = 0
-        var lastSequence: UInt32? = nil
-        var openPacketKept = true
+        var unwrapper = OggFLACUnwrapper()
         private(set) var arrivalMs = 0
 
         init(ring: ByteRing) { self.ring = ring }
@@ -76,10 +75,7 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
                     continue
                 }
                 guard page.checksumValid else { continue }
-                let follows = openPacketKept && lastSequence.map { page.sequence == $0 &+ 1 } ?? false
-                lastSequence = page.sequence
-                openPacketKept = page.keepsOpenPacket(afterPageBefore: follows)
-                body = page.flacBody(afterPageBefore: follows)
+                body = unwrapper.flacBody(of: page)
                 offset = 0
             }
             let n = min(buf.count, body.count - offset)

@@ -9,6 +9,13 @@ import XCTest
 final class TrackListPlaylistTests: DaemonTestCase {
     var watcher: SignalWatcher?
 
+    /// The library queued afresh, playing its first track: a test before this class may have
+    /// left the house near the end of its tracklist, with fewer tracks from the current one on.
+    override func setUpWithError() throws {
+        _ = try Rig.get().command(["cmd": "queue"])
+        try super.setUpWithError()
+    }
+
     override func tearDown() {
         watcher?.stop()
         _ = try? rig.command(["cmd": "queue"])
@@ -102,6 +109,7 @@ final class TrackListPlaylistTests: DaemonTestCase {
         let w = try SignalWatcher(address: rig.info.bus_address, sender: owner)
         watcher = w
         let t = try tracks()
+        guard t.count >= 3 else { return XCTFail("Tracks holds \(t.count) tracks, 3 wanted: \(t)") }
         // GoTo the third: Mopidy plays it, and Metadata follows.
         try call(MPRISInterface.trackList, "GoTo", [.objectPath(TrackMetadata.trackID(tlid: t[2]))])
         XCTAssertTrue(waitUntil(5) {
@@ -119,7 +127,7 @@ final class TrackListPlaylistTests: DaemonTestCase {
             return added != nil
         }, "AddTrack did not reach Mopidy")
         let new = try XCTUnwrap(added)
-        XCTAssertEqual(try mopidyFromCurrent()[1], new, "not added right after the current track")
+        XCTAssertEqual(try mopidyFromCurrent().dropFirst().first, new, "not added right after the current track")
         XCTAssertTrue(waitUntil(3) { w.all.contains { $0.us > t0 && $0.member == "TrackAdded" } }, "no TrackAdded")
         let addedSignal = try XCTUnwrap(w.all.first { $0.us > t0 && $0.member == "TrackAdded" })
         XCTAssertEqual(addedSignal.args.last?.objectPathValue, TrackMetadata.trackID(tlid: t[2]), "AfterTrack")
@@ -151,7 +159,7 @@ final class TrackListPlaylistTests: DaemonTestCase {
 
     func testPlaylistsListedInBothOrdersAndActivatedWithOneReplacedSignal() throws {
         let lib = try libraryURIs()
-        XCTAssertGreaterThanOrEqual(lib.count, 3)
+        guard lib.count >= 3 else { return XCTFail("the library holds \(lib.count) tracks, 3 wanted") }
         try writePlaylist("Morning", [lib[2], lib[0]])
         try writePlaylist("Evening", [lib[1], lib[2]])
         try rig.rpc("core.playlists.refresh")

@@ -372,6 +372,26 @@ final class ReducerTests: XCTestCase {
         XCTAssertNil(r.title, "the last track is shown where the house has none")
     }
 
+    /// Found by a random walk (pipewire, seed 4997547792908174848): Previous at the start of the
+    /// tracklist with repeat off stops the house with no track, and a pause follows at once. The
+    /// fetch waits for the pause to be heard, then shows that no track is left.
+    func testAStopWithAPauseHeldAfterItFetchesOnceBothAreHeard() {
+        var r = Rig()
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .stopped)))
+        r.feed(.event(.trackPlaybackEnded(Self.one, positionMs: 10_000)))
+        r.advance(toMs: 10_100)
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .paused)))  // heard at 11 500
+        r.advance(toMs: 11_400)
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+        XCTAssertEqual(r.take().filter { $0 == "call resync" }, [], "the pause is still to be heard")
+        r.advance(toMs: 11_500)
+        XCTAssertEqual(r.state.published.playbackStatus, .paused)
+        XCTAssertEqual(r.take().filter { $0 == "call resync" }.count, 1)
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: nil, state: .paused, positionMs: 0, volume: 50))
+        XCTAssertNil(r.title, "the last track is shown where the house has none")
+    }
+
     func testNextWhileTheHouseIsStoppedDuringAFetchFetchesAgain() {
         var r = Rig(listening: false)
         r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))

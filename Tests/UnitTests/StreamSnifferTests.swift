@@ -45,6 +45,19 @@ final class StreamSnifferTests: XCTestCase {
         return s.next() ?? OggPage(bytes: p, serial: 7, beginsStream: flags & 2 != 0)
     }
 
+    /// Pages in order through one unwrapper: a packet open at a page's end goes on whole into
+    /// the next page in sequence; after a gap its tail is left out, and what follows goes on.
+    func testTheUnwrapperKeepsAPacketWholeOnlyAcrossPagesInSequence() {
+        let head = [UInt8](repeating: 1, count: 255), tail: [UInt8] = [2, 2], frame: [UInt8] = [0xFF, 0xF8, 0x01]
+        let opens = rawPage(flags: 0, sequence: 5, lacing: [255], body: head)
+        let ends = rawPage(flags: 1, sequence: 6, lacing: [2, 3], body: tail + frame)
+        var inOrder = OggFLACUnwrapper()
+        XCTAssertEqual(inOrder.flacBody(of: opens) + inOrder.flacBody(of: ends), head + tail + frame)
+        let endsAfterAGap = rawPage(flags: 1, sequence: 7, lacing: [2, 3], body: tail + frame)
+        var gap = OggFLACUnwrapper()
+        XCTAssertEqual(gap.flacBody(of: opens) + gap.flacBody(of: endsAfterAGap), head + frame)
+    }
+
     /// Ogg FLAC unwrapped to native FLAC: the first header packet loses its 9-byte mapping
     /// preamble; a packet continued from a page handed on just before is kept whole; one
     /// continued from a page not handed on (the join skipped it) is left out.

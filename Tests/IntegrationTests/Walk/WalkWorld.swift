@@ -27,8 +27,8 @@ final class WalkWorld {
     /// The stream stalled in this walk: the bridge may play further behind the server since (it
     /// resumes where the stall stopped it).
     private(set) var stalled = false
-    /// When a track change was last asked for here (Next, Previous, OpenUri): published at once,
-    /// ahead of the music on purpose.
+    /// When a track change was last asked for here (Next, Previous, a Seek past the end):
+    /// published at once, ahead of the music on purpose.
     private(set) var lastUserTrackChangeUs: Int64 = 0
     /// When the position was last moved on purpose by anyone (a seek, Previous, a house seek).
     private(set) var lastJumpAskedUs: Int64 = 0
@@ -105,6 +105,11 @@ final class WalkWorld {
             try? player(m)
         case .seek(let ms):
             lastJumpAskedUs = now
+            // MPRIS: a Seek past the track's end is Next. The bridge judges by its own Position a
+            // moment later: within a second of the end counts too.
+            if let position = try? get("Position")?.int64Value,
+               let length = WalkInvariants.lengthUs(try? get("Metadata")),
+               position + Int64(ms) * 1000 > length - 1_000_000 { lastUserTrackChangeUs = now }
             try? player("Seek", [.int64(Int64(ms) * 1000)])
         case .setPosition(let ms):
             lastJumpAskedUs = now
