@@ -121,11 +121,7 @@ final class StreamOutput: BurstWatcher {
 
     /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
     /// sound server holds and what is still to go to it. Nil without a timing report.
-    func heardAtMs(ofNewest ms: Int) -> Int? {
-        guard let sink, let us = sink.latencyUs() else { return nil }
-        let unwrittenMs = sink.format.milliseconds(frames: sink.pendingBytes / sink.format.sinkBytesPerFrame)
-        return monotonicMs() + us / 1000 + unwrittenMs - ms
-    }
+    func heardAtMs(ofNewest ms: Int) -> Int? { sink?.heardAtMs(ofNewest: ms) }
 
     /// A switch took over from the connection at a frame boundary: the same audio goes on from
     /// `next`, through this output (its sink, join, heard delay and boundary watch carry on).
@@ -261,23 +257,14 @@ final class StreamOutput: BurstWatcher {
     private func openSink(_ format: AudioFormat) -> PulseSink? {
         if let sink, sink.format == format, sink.failure == nil, sink.lost == nil { return sink }
         sink = nil
-        let (server, lost) = (settings.server, settings.lostAction)
         do throws(SinkError) {
-            let s: PulseSink
-            do throws(SinkError) { s = try PulseSink(format: format, server: server, sink: settings.sinkName, loop: loop, lostAction: lost) } catch where error.missing && lost() == .follow {
-                s = try PulseSink(format: format, server: server, sink: nil, loop: loop, lostAction: lost)  // as a playing stream is moved
-                Log.info("stream: \(error.message); playing on the default output (on_output_lost = follow)")
-            }
+            let s = try PulseSink.open(format, server: settings.server, sink: settings.sinkName, loop: loop, lostAction: settings.lostAction)
             s.onOutputLost = onOutputLost
             sink = s
         } catch {
             // The output asked for went away before the stream reached it: as when it goes while
             // playing (`on_output_lost = pause`), this computer pauses instead of retrying.
-            if error.missing && settings.lostAction() == .pause {
-                onOutputLost(error.message)
-            } else {
-                _ = failed(error)
-            }
+            if error.missing && settings.lostAction() == .pause { onOutputLost(error.message) } else { _ = failed(error) }
             return nil
         }
         Log.info("stream: playing \(format)")
