@@ -38,8 +38,8 @@ enum StreamTuning {
     /// How long an inconclusive start may take to show its frames: a quiet native mount joined
     /// mid-stream is recognised vs. how long a page that is not FLAC takes to be reported.
     static let sniffWaitMs = 3000
-    /// Read size from the ring when splitting Ogg pages: fewer wake-ups vs. a page's arrival
-    /// time known more finely.
+    /// Most read from the ring at once when splitting Ogg pages (a read holds only bytes that
+    /// arrived together, so a page's arrival is when its last byte came, backlog or not).
     static let oggReadBytes = 16 * 1024
     /// Newest decoded audio of Icecast's connect burst that is kept and played; the rest is
     /// dropped: how far behind the house this computer plays vs. enough to ride out the gaps
