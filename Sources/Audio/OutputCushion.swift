@@ -44,7 +44,7 @@ struct OutputCushion {
         let dropped = change.drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: excess)
         if change.changes.count < coming {
             Log.debug("stream: a track change \(change.cut.map { "in \($0.toMs - (onTimeMs ?? 0)) ms: cut from \($0.fromMs - (onTimeMs ?? 0)) ms" } ?? "passed"); "
-                      + "backlog \(excess.map(String.init) ?? "unknown") ms above the cushion, sound server \(lastSinkMs) ms")
+                      + "backlog \(excess.map(String.init) ?? "unknown") ms above the cushion \(policy.extraMs) ms, sound server \(lastSinkMs) ms, heard delay \(delayBeforeDropMs) ms; this frame arrived \(onTimeMs.map { arrivalMs - $0 - frameMs } ?? 0) ms after its on-time end and waited \(nowMs - arrivalMs) ms")
         }
         // The waits measured before a cut say nothing of the backlog after it.
         if wasCutting && change.cut == nil { policy.restartWindow() }
