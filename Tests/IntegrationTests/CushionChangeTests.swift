@@ -113,6 +113,7 @@ extension DaemonTestCase {
             as? [[String: Any]] ?? []
         let log = daemonLog()
         print(log.split(separator: "\n").filter { $0.contains("stream:") || $0.contains("heard-now") }.joined(separator: "\n"))
+        fflush(nil)  // the figures, before the process may end
         let lines = log.split(separator: "\n").filter { $0.contains("stream: dropped") || $0.contains("cushion kept") }
 
         // Each change: Mopidy's event, the new track first heard, its title signalled.
@@ -147,6 +148,7 @@ extension DaemonTestCase {
               + "cushion \(stalled["cushion_target_ms"] ?? "?") ms in the stalls; dropped \(figures["cushion_dropped_ms"] ?? "?") ms in "
               + "\(figures["cushion_drops"] ?? "?") drop(s); heard delay \(figures["heard_delay_ms"] ?? "?") ms at the end\n"
               + lines.joined(separator: "\n"))
+        fflush(nil)  // the figures, before the process may end
 
         XCTAssertGreaterThanOrEqual(clean.count, 2, "changes on the clean link")
         XCTAssertGreaterThanOrEqual(healed.count, 6, "changes after the link healed")
@@ -180,6 +182,7 @@ extension DaemonTestCase {
               + "\(Double(cut.us - healedUs) / 1e6) s after the link healed; own lag \(cleanLag) ms clean, \(healed[k - 1].ownMs) before, "
               + "\(healed[k...].map(\.ownMs)) from then on; link: "
               + "\(linkLog.map { "\($0["event"] ?? "?")\($0["bytes"].map { " \($0) bytes" } ?? "")" }.joined(separator: ", "))")
+        fflush(nil)  // the figures, before the process may end
         // The titles of the other changes after the link healed are not late (one timed before a
         // busy machine's underrun comes early by as much: printed above).
         for c in healed {
