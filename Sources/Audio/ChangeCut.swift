@@ -11,8 +11,9 @@ import Synchronization
 /// `HeardDelayEstimator.onTimeMs`). With a backlog E above the cushion kept on purpose
 /// (`CushionPolicy.excessMs`), more than the margin, the frames whose audio lies within
 /// [X − E, X) are dropped: the old track's last E ms, whole frames only, so that the new track
-/// starts on time and the listener is E closer to live. Music is never cut elsewhere, nor sped up.
-/// Bounded: at most the excess at the first frame of the cut, at most one cut per change, and a
+/// starts on time and the listener is E closer to live (a frame across X − E goes with the cut when
+/// more than half of it lies within). Music is never cut elsewhere, nor sped up. Bounded: at most
+/// the excess at the first frame of the cut and half a frame, at most one cut per change, and a
 /// change whose X the decoder has passed is let go. A frame that waited was decoded while the
 /// sound server's buffer was full, so a cut takes only from the backlog.
 struct ChangeCut {
@@ -57,10 +58,13 @@ struct ChangeCut {
         }
         // Changes the decoder has passed (or is passing) are let go.
         changes.removeAll { $0 <= start }
-        guard let x = changes.first, let excess = excessMs, excess > marginMs,
-              start >= x.subtracting(saturating: excess) else { return false }
+        guard let x = changes.first, let excess = excessMs, excess > marginMs else { return false }
+        // The frame across the cut's start goes with it when more than half of its audio lies
+        // within (the cut then comes nearest to the excess, whole frames either way).
+        let from = x.subtracting(saturating: excess)
+        guard end.subtracting(saturating: from) > frameMs / 2 else { return false }
         changes.removeFirst()
-        cut = (x.subtracting(saturating: excess), x)
+        cut = (min(start, from), x)
         return drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: excessMs)
     }
 

@@ -28,11 +28,17 @@ final class CushionChangeCutTests: XCTestCase {
     func testFramesAcrossTheCutsEdgesPlay() {
         var c = ChangeCut(marginMs: 300)
         c.announced([10_020])
-        // Frames at …, 8550 (across X − E = 8570), 8650, …, 9950 (across X = 10020).
+        // Frames at …, 8550 (across X − E = 8570, 80 of its 100 ms within: cut), 8650, …, 9950
+        // (across X = 10020: the change's frame plays).
         let dropped = run(&c, fromMs: 50, toMs: 12_050) { _ in 1450 }
-        XCTAssertEqual(dropped.first, 8_650)
+        XCTAssertEqual(dropped.first, 8_550)
         XCTAssertEqual(dropped.last, 9_850)
-        XCTAssertEqual(c.takeDropped().ms, 1300)
+        XCTAssertEqual(c.takeDropped().ms, 1400, "nearest to the excess, in whole frames")
+        // Half of the frame across X − E within, or less: it plays.
+        var d = ChangeCut(marginMs: 300)
+        d.announced([10_050])
+        XCTAssertEqual(run(&d, fromMs: 50, toMs: 12_050) { _ in 1450 }.first, 8_650)
+        XCTAssertEqual(d.takeDropped().ms, 1400)
     }
 
     func testNoCutWithinTheMarginOrWithoutAKnownExcess() {
