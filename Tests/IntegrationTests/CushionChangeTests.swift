@@ -51,11 +51,12 @@ extension DaemonTestCase {
     /// the house changing track (Mopidy's `next`) every 10 s: a clean link, then stalls of
     /// 1500 ms every 7.5 s (a cushion grows and stays), then a clean link again. Once the cushion
     /// is let go, the backlog goes at a track change: the old track's end is dropped and the new
-    /// one starts on time, so the lag behind the server comes back within 0.3 s of its clean lag
-    /// within 60 s of the link healing, and stays (the new track heard − when it left Icecast;
-    /// heard − Mopidy's event is printed beside it, which the rig's encoder moves too). No
-    /// gap mid-track once the link is clean (the music is never cut but before a change), and
-    /// the titles stay within 250 ms of the music, heard. Figures printed.
+    /// one starts on time, so the lag behind the server comes back near its clean lag (asserted
+    /// within 0.5 s; the goal, 0.3 s, printed) within 60 s of the link healing, and stays (the
+    /// new track heard − when it left Icecast; heard − Mopidy's event is printed beside it, which
+    /// the rig's encoder moves too). No gap mid-track once the link is clean (the music is never
+    /// cut but before a change), and the titles stay within 250 ms of the music, heard. Figures
+    /// printed.
     func cushionComesBackTowardsLiveAtTrackChanges() throws {
         stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
@@ -172,6 +173,11 @@ extension DaemonTestCase {
         let cut = healed[k], fall = healed[k - 1].ownMs - cut.ownMs
         XCTAssertTrue(cuts.contains { $0 >= 500 && abs($0 - fall) <= 250 }, "the lag fell by \(fall) ms, no cut of that much: \(cuts)")
         XCTAssertLessThan(cut.us - healedUs, 60_000_000, "no cut within 60 s of the link healing")
+        // Back near the clean lag from the cut on: what is left is the cut's rounding (whole
+        // frames), the sound server's own jitter and a busy machine's underruns, not the stalls'
+        // backlog (the goal, within 0.3 s, is printed below).
+        let after = healed[k...].map(\.ownMs)
+        XCTAssertLessThanOrEqual(after.max() ?? Int.max, cleanLag + 500, "the lag did not come back near the clean lag (\(cleanLag) ms): \(after)")
         // Nothing cut in the music: no gap mid-track as the new track starts (a busy machine's own
         // underruns elsewhere are printed above), and its title with its music.
         let heardUs = cut.us + Int64(cut.lagMs) * 1000
@@ -180,7 +186,7 @@ extension DaemonTestCase {
         XCTAssertLessThanOrEqual(abs(cut.titleMs ?? Int.max), 250, "the title of the change cut before is not with its music")
         print("cushion at changes (\(Self.soundKind)): cuts \(cuts) ms; the lag fell by \(fall) ms at the change "
               + "\(Double(cut.us - healedUs) / 1e6) s after the link healed; own lag \(cleanLag) ms clean, \(healed[k - 1].ownMs) before, "
-              + "\(healed[k...].map(\.ownMs)) from then on; link: "
+              + "\(after) from then on (\(after.allSatisfy { $0 <= cleanLag + 300 } ? "" : "not ")within 0.3 s of the clean lag); link: "
               + "\(linkLog.map { "\($0["event"] ?? "?")\($0["bytes"].map { " \($0) bytes" } ?? "")" }.joined(separator: ", "))")
         fflush(nil)  // the figures, before the process may end
         // The titles of the other changes after the link healed are not late (one timed before a
