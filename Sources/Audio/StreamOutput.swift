@@ -46,9 +46,7 @@ final class StreamOutput: BurstWatcher {
          stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void, onOutputLost: @escaping (String) -> Void) {
         self.connection = connection
         self.settings = settings
-        // Where `follow` let the sound server move it, it is not kept once `pause` is asked for.
-        let elsewhere = settings.lostAction() == .pause && settings.sinkName.map(PulseSink.isSinkName) == true && sink?.device != settings.sinkName
-        if elsewhere { sink?.pause() } else { self.sink = sink }
+        if let sink, sink.isElsewhere(lostAction: settings.lostAction(), sinkName: settings.sinkName) { sink.pause() } else { self.sink = sink }
         self.loop = loop
         self.stats = stats
         self.gain = gain

@@ -19,11 +19,14 @@ extension StreamPlayer {
             if fresh != nil { continue }
             decoded.last.decoderFinished()
             // The connection ended. When paused or stopped, silence now (cork + flush; the
-            // stream stays for the next Play); when reconnecting, what is buffered plays out.
+            // stream stays for the next Play); when reconnecting, what is buffered plays out,
+            // but not where `follow` moved it once `pause` is asked for (a reload).
             if !monitor.withLock({ wanted }) {
                 sink?.pause()
                 sink?.onOutputLost = nil
                 stats.outputStopped()
+            } else if let s = sink, s.isElsewhere(lostAction: config.onOutputLost, sinkName: config.sink) {
+                s.pause()
             }
             // A stream PulseAudio moved elsewhere is not reused: Play opens the configured output
             // (or the default) again.
