@@ -327,34 +327,11 @@ func runCommand(_ argv: [String], env: [String: String]? = nil, stdin: String? =
         // Something it started may still hold its output: the wait ends either way.
         if group.wait(timeout: .now() + 5) == .timedOut {
             kill(p.processIdentifier, SIGKILL)
-            return (p.reap().code, "", "(its output is still held open by a process it started)", [])
+            p.waitUntilExit()
+            return (p.terminationStatus, "", "(its output is still held open by a process it started)", [])
         }
     }
+    p.waitUntilExit()
     let outData = c.out, errData = c.err
-    return (p.reap().code, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), [UInt8](outData))
-}
-
-extension Process {
-    /// How the process ended, waited for: Foundation's own account, or the kernel's, polled.
-    /// Foundation can miss a child's exit on Linux (the child stays a zombie) and then
-    /// `waitUntilExit` never returns. `code`: the exit status, or the signal that ended it.
-    /// After `timeoutS` the process is killed (and reaped) instead.
-    func reap(timeoutS: Double = 30) -> (exited: Bool, code: Int32) {
-        let pid = processIdentifier
-        let end = monotonicUs() + Int64(timeoutS * 1_000_000)
-        var killed = false
-        while true {
-            if !isRunning { return (terminationReason == .exit, terminationStatus) }
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid {
-                let signal = status & 0x7f
-                return signal == 0 ? (true, (status >> 8) & 0xff) : (false, signal)
-            }
-            if !killed && monotonicUs() > end {
-                kill(pid, SIGKILL)
-                killed = true
-            }
-            usleep(5_000)
-        }
-    }
+    return (p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), [UInt8](outData))
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Mopidy
 import Net
-import Support
 import Synchronization
 import XCTest
 
@@ -121,32 +120,6 @@ final class RigTests: XCTestCase {
         XCTAssertEqual(((later["events"] as? [[String: Any]])?.first)?["event"] as? String, "plan")
         XCTAssertThrowsError(try rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": -1, "every_s": 3]]),
                              "a negative stall is refused")
-    }
-}
-
-/// The harness's own wait for a child (`Process.reap`): an exit status, a signal, and a child
-/// that outlives its time.
-final class ReapTests: XCTestCase {
-    private func start(_ script: String) throws -> Process {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/bin/sh")
-        p.arguments = ["-c", script]
-        try p.run()
-        return p
-    }
-
-    func testReapTellsAnExitStatusASignalAndKillsWhatOutlivesItsTime() throws {
-        let exited = try start("exit 3").reap()
-        XCTAssertTrue(exited.exited)
-        XCTAssertEqual(exited.code, 3)
-        let signalled = try start("kill -TERM $$").reap()
-        XCTAssertFalse(signalled.exited)
-        XCTAssertEqual(signalled.code, SIGTERM)
-        let sleeper = try start("exec sleep 30")
-        let t0 = monotonicUs()
-        let killed = sleeper.reap(timeoutS: 0.2)
-        XCTAssertEqual(killed.code, SIGKILL)
-        XCTAssertLessThan(monotonicUs() - t0, 10_000_000, "not killed at its time")
     }
 }
 
