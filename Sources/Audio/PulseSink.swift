@@ -85,7 +85,6 @@ public final class PulseSink {
     /// The sink the stream plays on now (PulseAudio may have moved it there).
     var device: String? { stream.flatMap { pa_stream_get_device_name($0) }.map { String(cString: $0) } }
 
-
     deinit {
         // A piece begun and not written is freed with the stream.
         if let timing { pa_operation_unref(timing) }

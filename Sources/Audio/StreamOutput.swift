@@ -46,7 +46,8 @@ final class StreamOutput: BurstWatcher {
          stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void, onOutputLost: @escaping (String) -> Void) {
         self.connection = connection
         self.settings = settings
-        if let sink, sink.isElsewhere(lostAction: settings.lostAction(), sinkName: settings.sinkName) { sink.pause() } else { self.sink = sink }
+        // The decoder loop lets go of a sink the next connection may not play on (`letGoStale`).
+        self.sink = sink
         self.loop = loop
         self.stats = stats
         self.gain = gain
@@ -54,7 +55,7 @@ final class StreamOutput: BurstWatcher {
         self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
-        self.sink?.onOutputLost = onOutputLost
+        sink?.onOutputLost = onOutputLost
         stats.delayUnmeasured()
     }
 
