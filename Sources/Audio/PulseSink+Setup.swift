@@ -27,6 +27,12 @@ extension PulseSink {
 
     /// A sink named by its name, not by index or a special name such as `@DEFAULT_SINK@`.
     static func isSinkName(_ s: String) -> Bool { !s.hasPrefix("@") && Int(s) == nil }
+
+    /// On another sink than the one named, with `pause`: where `follow` let the sound server move
+    /// it (or PipeWire put it for a sink that is gone), which `pause` does not keep playing.
+    func isElsewhere(lostAction: OutputLostAction, sinkName: String?) -> Bool {
+        lostAction == .pause && sinkName.map(PulseSink.isSinkName) == true && device != sinkName
+    }
 }
 
 func sinkOf(_ me: UnsafeMutableRawPointer?) -> PulseSink { Unmanaged<PulseSink>.fromOpaque(me!).takeUnretainedValue() }

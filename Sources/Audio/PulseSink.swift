@@ -79,12 +79,11 @@ public final class PulseSink {
         } catch {
             throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error
         }
-        if let sink, lostAction() == .pause, PulseSink.isSinkName(sink), device != sink { throw missing }
+        if isElsewhere(lostAction: lostAction(), sinkName: sink) { throw missing }
     }
 
     /// The sink the stream plays on now (PulseAudio may have moved it there).
     var device: String? { stream.flatMap { pa_stream_get_device_name($0) }.map { String(cString: $0) } }
-
 
     deinit {
         // A piece begun and not written is freed with the stream.

@@ -49,9 +49,8 @@ final class StreamOutput: BurstWatcher {
          stats: StreamStats, gain: Gain, onPlaying: @escaping () -> Void, onOutputLost: @escaping (String) -> Void) {
         self.connection = connection
         self.settings = settings
-        // Where `follow` let the sound server move it, it is not kept once `pause` is asked for.
-        let elsewhere = settings.lostAction() == .pause && settings.sinkName.map(PulseSink.isSinkName) == true && sink?.device != settings.sinkName
-        if elsewhere { sink?.pause() } else { self.sink = sink }
+        // The decoder loop lets go of a sink the next connection may not play on (`letGoStale`).
+        self.sink = sink
         self.loop = loop
         self.stats = stats
         self.gain = gain
@@ -60,7 +59,7 @@ final class StreamOutput: BurstWatcher {
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         cushion = OutputCushion(learned: stats.cushionTarget)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
-        self.sink?.onOutputLost = onOutputLost
+        sink?.onOutputLost = onOutputLost
         stats.delayUnmeasured()
     }
 

@@ -4,6 +4,8 @@ import Support
 extension StreamPlayer {
     func decoderLoop() {
         var sink: PulseSink? = nil
+        // The sound server and sink asked for when `sink` was opened or last kept.
+        var place = SinkPlace(config)
         // A connection a switch hands on to be played from its start (it could not be lined up).
         var fresh: (StreamConnection, StreamInput.Start?)? = nil
         while true {
@@ -13,22 +15,55 @@ extension StreamPlayer {
                 loop.wait(deadlineMs: nil)
                 continue
             }
+            letGoStale(&sink, place: place)
+            place = SinkPlace(config)
             let decoded = decode(c, start: start, sink: sink)
             sink = decoded.sink
             fresh = decoded.fresh.map { (decoded.last, $0) }
             if fresh != nil { continue }
             decoded.last.decoderFinished()
             // The connection ended. When paused or stopped, silence now (cork + flush; the
-            // stream stays for the next Play); when reconnecting, what is buffered plays out.
+            // stream stays for the next Play); when reconnecting, what is buffered plays out
+            // unless the next connection will not play there (a reload).
             if !monitor.withLock({ wanted }) {
                 sink?.pause()
                 sink?.onOutputLost = nil
                 stats.outputStopped()
+            } else {
+                letGoStale(&sink, place: place)
             }
             // A stream PulseAudio moved elsewhere is not reused: Play opens the configured output
             // (or the default) again.
             if sink?.lost != nil || sink?.failure != nil { sink = nil }
         }
+    }
+
+    /// The sound server and sink a configuration asks for.
+    struct SinkPlace: Equatable {
+        let server: String?
+        let sink: String?
+        init(_ c: StreamConfig) { (server, sink) = (c.pulseServer, c.sink) }
+    }
+
+    /// A sink kept from the last connection is silenced and closed at once when the next may not
+    /// play there: another sound server or sink is asked for (a reload), or `pause` is and the
+    /// sound server had moved the stream elsewhere under `follow`.
+    private func letGoStale(_ sink: inout PulseSink?, place: SinkPlace) {
+        guard let s = sink else { return }
+        let c = config
+        let why: String
+        if SinkPlace(c) != place {
+            why = "another output is asked for"
+        } else if s.isElsewhere(lostAction: c.onOutputLost, sinkName: c.sink) {
+            why = "it plays on '\(s.device ?? "another output")', not the one asked for (on_output_lost = pause)"
+        } else {
+            return
+        }
+        s.pause()
+        s.onOutputLost = nil
+        sink = nil
+        stats.outputStopped()
+        Log.info("stream: the sound output of the last connection is closed: \(why)")
     }
 
     /// The sound output went away while playing (`on_output_lost = pause`): this computer stops

@@ -201,7 +201,9 @@ final class WalkInvariants {
         if between.contains(where: { $0.member == "Seeked" }) { return nil }
         if between.contains(where: { s in
             s.member == "PropertiesChanged" && s.args.count == 3 && {
-                if case .dict(_, _, let c) = s.args[1] { return c.contains { $0.0.stringValue == "PlaybackStatus" } }
+                // A new status, or a track (back to the same one, as after Mopidy started again
+                // with a tracklist of its own): the position starts from what Get says.
+                if case .dict(_, _, let c) = s.args[1] { return c.contains { ["PlaybackStatus", "Metadata"].contains($0.0.stringValue) } }
                 return false
             }()
         }) { return nil }

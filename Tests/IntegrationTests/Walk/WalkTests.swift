@@ -49,6 +49,13 @@ class WalkTestCase: DaemonTestCase {
         let step: Int
         let why: String
         var description: String { "after step \(step + 1): \(why)" }
+        /// The promise broken, without its figures and titles: a shrink keeps only walks that
+        /// break the same one (ddmin would otherwise slip to another fault on the way).
+        var kind: String {
+            let unquoted = why.split(separator: "'", omittingEmptySubsequences: false).enumerated()
+                .filter { $0.offset % 2 == 0 }.map(\.element).joined(separator: " ")
+            return unquoted.split(separator: " ").filter { !$0.contains(where: \.isNumber) }.prefix(5).joined(separator: " ")
+        }
     }
 
     /// Totals for the closing line (BENCHMARKS.md keeps them).
@@ -118,9 +125,9 @@ class WalkTestCase: DaemonTestCase {
         return nil
     }
 
-    /// The shortest walk found that still fails, trying for at most `seconds`: whole chunks
-    /// dropped first, then single steps (ddmin's order).
-    func shrink(_ walk: [WalkStep], seconds: Double) -> [WalkStep] {
+    /// The shortest walk found that still breaks the promise `kind` names, trying for at most
+    /// `seconds`: whole chunks dropped first, then single steps (ddmin's order).
+    func shrink(_ walk: [WalkStep], kind: String, seconds: Double) -> [WalkStep] {
         let deadline = monotonicUs() + Int64(seconds * 1_000_000)
         var best = walk
         var chunk = max(1, best.count / 2)
@@ -129,7 +136,9 @@ class WalkTestCase: DaemonTestCase {
             while i < best.count && monotonicUs() < deadline {
                 var candidate = best
                 candidate.removeSubrange(i..<min(best.count, i + chunk))
-                if !candidate.isEmpty, let f = try? run(candidate) {
+                let f = candidate.isEmpty ? nil : try? run(candidate)
+                if let f, f.kind != kind { print("walk: fails otherwise with \(candidate.count) steps, not kept (\(f))") }
+                if let f, f.kind == kind {
                     print("walk: still fails with \(candidate.count) steps (\(f))")
                     best = Array(candidate.prefix(f.step + 1))
                     removed = true
@@ -146,7 +155,7 @@ class WalkTestCase: DaemonTestCase {
         let failing = Array(walk.prefix(f.step + 1))
         print("walk FAILED (seed \(seed.map(String.init) ?? "kept"), \(Self.soundKind)) \(f):\n" + failing.map { "  \($0)" }.joined(separator: "\n"))
         let seconds = Double(Self.environment["GROOVE_WALK_SHRINK_SECONDS"] ?? "") ?? 300
-        let short = shrink(failing, seconds: seconds)
+        let short = shrink(failing, kind: f.kind, seconds: seconds)
         let text = "# \(Self.soundKind), seed \(seed.map(String.init) ?? "kept"): \(f.why)\n" + short.map { "\($0)\n" }.joined()
         let file = "/tmp/groove-walk-\(seed ?? 0)-\(Self.soundKind).walk"
         try? text.write(toFile: file, atomically: true, encoding: .utf8)
