@@ -10,16 +10,22 @@ import Synchronization
 /// arrived at X = changedAtMs + serverDelayMs had every page come on time (`BoundaryRequest`,
 /// `HeardDelayEstimator.onTimeMs`). With a backlog E above the cushion kept on purpose
 /// (`CushionPolicy.excessMs`), more than the margin, the frames whose audio lies within
-/// [X − E, X) are dropped: the old track's last E ms, whole frames only, so that the new track
-/// starts on time and the listener is E closer to live (a frame across X − E goes with the cut when
-/// more than half of it lies within). Music is never cut elsewhere, nor sped up. Bounded: at most
+/// [X − E + P, X + P) are dropped: the old track's last E ms, whole frames only, so that the new
+/// track starts on time and the listener is E closer to live (a frame across the cut's start goes
+/// with it when more than half of it lies within). X is an estimate (the server's delay, learned
+/// from the music, is off by up to ~150 ms), so the cut reaches P past it: the old track is cut to
+/// its end and the new one starts up to a fraction of a second into it, where a cut that ended
+/// before the true boundary would skip within the old track (`pastMs`). Music is never cut elsewhere, nor sped up. Bounded: at most
 /// the excess at the first frame of the cut and half a frame, at most one cut per change, and a
 /// change whose X the decoder has passed is let go. A frame that waited was decoded while the
 /// sound server's buffer was full, so a cut takes only from the backlog.
 struct ChangeCut {
     /// A backlog above the target by at most this starts no cut (as `CushionPolicy`'s).
     let marginMs: Int
-    /// On-time moments of the changes to come (monotonic ms), in order, at most `limit`.
+    /// How far past a change's on-time moment the cut reaches (`StreamTuning.cushionCutPastMs`).
+    let pastMs: Int
+    /// Where the cuts before the changes to come end: their on-time moments (monotonic ms) plus
+    /// `pastMs`, in order, at most `limit`.
     private(set) var changes: [Int] = []
     /// The cut under way: frames whose audio lies within [fromMs, toMs) are dropped.
     private(set) var cut: (fromMs: Int, toMs: Int)? = nil
@@ -29,14 +35,16 @@ struct ChangeCut {
     private(set) var ended = false
     static let limit = 16
 
-    init(marginMs: Int = StreamTuning.cushionMarginMs) {
+    init(marginMs: Int = StreamTuning.cushionMarginMs, pastMs: Int = StreamTuning.cushionCutPastMs) {
         self.marginMs = max(0, marginMs)
+        self.pastMs = max(0, pastMs)
     }
 
-    /// Changes the server announced, at `onTimeMs` each (any order; a repeat is kept once).
+    /// Changes the server announced, at `onTimeMs` each (any order; a repeat is kept once): the
+    /// end of a cut before each, `pastMs` later.
     mutating func announced(_ onTimeMs: [Int]) {
         guard !onTimeMs.isEmpty else { return }
-        changes = Array(Set(changes + onTimeMs).sorted().suffix(Self.limit))
+        changes = Array(Set(changes + onTimeMs.map { $0.adding(saturating: pastMs) }).sorted().suffix(Self.limit))
     }
 
     /// A decoded frame of `frameMs` whose audio would have arrived at `onTimeMs` had every page

@@ -12,8 +12,10 @@ struct OutputCushion {
     private var toldTargetMs: Int
     /// The heard delay before the drops since the last measure (for the log).
     private var delayBeforeDropMs = 0
-    /// What the sound server held at the last measure (for the log).
+    /// What the sound server held at the last measure.
     private var lastSinkMs = 0
+    /// The least heard delay measured on this connection: how late a clean link plays here.
+    private var leastDelayMs: Int? = nil
 
     init(learned: CushionTarget) {
         target = learned
@@ -40,7 +42,7 @@ struct OutputCushion {
             return true
         }
         let wasCutting = change.cut != nil, coming = change.changes.count
-        let excess = policy.excessMs(nowMs: nowMs)
+        let excess = policy.excessMs(nowMs: nowMs).map(cutMs(inputExcessMs:))
         let dropped = change.drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: excess)
         if change.changes.count < coming {
             Log.debug("stream: a track change \(change.cut.map { "in \($0.toMs - (onTimeMs ?? 0)) ms: cut from \($0.fromMs - (onTimeMs ?? 0)) ms" } ?? "passed"); "
@@ -49,6 +51,21 @@ struct OutputCushion {
         // The waits measured before a cut say nothing of the backlog after it.
         if wasCutting && change.cut == nil { policy.restartWindow() }
         return dropped
+    }
+
+    /// How much a cut at a change takes, given the input's backlog above the target
+    /// (`CushionPolicy.excessMs`): while a backlog waits in the input, the sound server is kept
+    /// full too, where a clean link lets it run low before each page, so the heard delay stands
+    /// above the least measured on this connection by more than the input's backlog. The cut
+    /// takes that whole excess of the delay (a clean link played well with the least), but never
+    /// more than the input and the sound server may hold: the least wait, the link's longest gap
+    /// between reads more (the last page's audio), and the sound server's fill.
+    func cutMs(inputExcessMs: Int) -> Int {
+        guard inputExcessMs > policy.marginMs, let least = leastDelayMs, delayBeforeDropMs > 0 else { return inputExcessMs }
+        let delayExcess = delayBeforeDropMs.subtracting(saturating: least).subtracting(saturating: policy.extraMs)
+        let pageMs = Int(min(max(target.usualGapMs, 0), Double(target.capMs)))
+        let held = inputExcessMs.adding(saturating: pageMs).adding(saturating: lastSinkMs)
+        return max(inputExcessMs, min(delayExcess, held))
     }
 
     /// What a measure of the delay tells: digital silence dropped since the last one, a cut
@@ -100,6 +117,7 @@ struct OutputCushion {
         }
         if let t = m.newTargetMs { Log.info("stream: the cushion kept against stalls is \(t) ms") }
         delayBeforeDropMs = delayMs
+        if delayMs > 0 { leastDelayMs = min(leastDelayMs ?? delayMs, delayMs) }
         stats.cushion(target, backlogMs: backlogMs(nowMs: nowMs))
     }
 

@@ -111,6 +111,12 @@ enum StreamTuning {
     /// stalls up to about this long are heard once, not every time vs. how far behind the house
     /// a bad link leaves this computer.
     static let cushionCapMs = 2000
+    /// A cut before a track change (`ChangeCut`) ends this far past the change's on-time moment:
+    /// the new track may start this much into it (and its title come as much before it) vs. the
+    /// error of that moment (the server's delay learned from the music: −115…+179 ms on the
+    /// rig) that, the other way, would cut within the old track and play its true end after the
+    /// cut: a skip.
+    static let cushionCutPastMs = 150
     /// A link clean this long (no stall seen in the arrivals, no underrun) lets
     /// the cushion go, and its backlog is dropped where the music allows: back near live within
     /// a minute of the link healing, at the next track change or silence vs. a cushion let go

@@ -15,7 +15,7 @@ final class CushionChangeCutTests: XCTestCase {
     }
 
     func testTheOldTracksLastExcessIsDroppedInWholeFramesAndTheNewTrackPlays() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         c.announced([10_000])
         // 1450 ms behind: the frames within [8550, 10000) are dropped, whole.
         let dropped = run(&c, fromMs: 5_000, toMs: 15_000) { _ in 1450 }
@@ -25,8 +25,19 @@ final class CushionChangeCutTests: XCTestCase {
         XCTAssertTrue(c.changes.isEmpty)
     }
 
+    /// The change's on-time moment is an estimate: the cut reaches past it, so that the old track
+    /// is cut to its true end, which may come a little after (the new track's first moments go).
+    func testTheCutReachesPastTheChange() {
+        var c = ChangeCut(marginMs: 300, pastMs: 150)
+        c.announced([10_000])
+        XCTAssertEqual(c.changes, [10_150])
+        let dropped = run(&c, fromMs: 5_000, toMs: 15_000) { _ in 1450 }
+        XCTAssertEqual(dropped, Array(stride(from: 8_700, to: 10_100, by: 100)), "[8 700, 10 150) in whole frames")
+        XCTAssertEqual(c.takeDropped().ms, 1400)
+    }
+
     func testFramesAcrossTheCutsEdgesPlay() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         c.announced([10_020])
         // Frames at …, 8550 (across X − E = 8570, 80 of its 100 ms within: cut), 8650, …, 9950
         // (across X = 10020: the change's frame plays).
@@ -35,17 +46,17 @@ final class CushionChangeCutTests: XCTestCase {
         XCTAssertEqual(dropped.last, 9_850)
         XCTAssertEqual(c.takeDropped().ms, 1400, "nearest to the excess, in whole frames")
         // Half of the frame across X − E within, or less: it plays.
-        var d = ChangeCut(marginMs: 300)
+        var d = ChangeCut(marginMs: 300, pastMs: 0)
         d.announced([10_050])
         XCTAssertEqual(run(&d, fromMs: 50, toMs: 12_050) { _ in 1450 }.first, 8_650)
         XCTAssertEqual(d.takeDropped().ms, 1400)
     }
 
     func testNoCutWithinTheMarginOrWithoutAKnownExcess() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         c.announced([10_000])
         XCTAssertEqual(run(&c, fromMs: 5_000, toMs: 12_000) { _ in 300 }, [], "a backlog at the margin is jitter")
-        var d = ChangeCut(marginMs: 300)
+        var d = ChangeCut(marginMs: 300, pastMs: 0)
         d.announced([10_000])
         XCTAssertEqual(run(&d, fromMs: 5_000, toMs: 12_000) { _ in nil }, [], "the excess not known yet")
         XCTAssertTrue(d.changes.isEmpty, "a change the decoder passed is let go")
@@ -53,7 +64,7 @@ final class CushionChangeCutTests: XCTestCase {
     }
 
     func testAChangeAlreadyBehindTheDecoderIsSkipped() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         XCTAssertFalse(c.drop(onTimeMs: 20_000, frameMs: 100, excessMs: 1500))
         c.announced([19_000, 20_050])
         // 19 000 is behind; 20 050 lies within this frame's audio: the frame holding the change plays.
@@ -63,7 +74,7 @@ final class CushionChangeCutTests: XCTestCase {
     }
 
     func testACutThatComesLateDropsOnlyWhatIsLeftBeforeTheChange() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         c.announced([10_000])
         // The backlog is known only from 9500 on (the window filled late): 500 ms are dropped, not 1500.
         let dropped = run(&c, fromMs: 5_000, toMs: 12_000) { t in t >= 9_500 ? 1500 : nil }
@@ -71,7 +82,7 @@ final class CushionChangeCutTests: XCTestCase {
     }
 
     func testOneCutPerChangeAndEachChangeHasItsOwn() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         c.announced([10_000, 10_000, 20_000])
         XCTAssertEqual(c.changes, [10_000, 20_000], "a repeat is kept once")
         // The excess as it would be after each cut: what the first cut took is no longer there.
@@ -88,13 +99,13 @@ final class CushionChangeCutTests: XCTestCase {
     }
 
     func testNonsenseCannotTrap() {
-        var c = ChangeCut(marginMs: 300)
+        var c = ChangeCut(marginMs: 300, pastMs: 0)
         c.announced([Int.max, Int.min])
         _ = c.drop(onTimeMs: Int.max - 10, frameMs: 100, excessMs: Int.max)
         _ = c.drop(onTimeMs: Int.max, frameMs: Int.max, excessMs: Int.min)
         XCTAssertFalse(c.drop(onTimeMs: 0, frameMs: 0, excessMs: 1000))
         XCTAssertFalse(c.drop(onTimeMs: nil, frameMs: 100, excessMs: 1000))
-        var d = ChangeCut(marginMs: 300)
+        var d = ChangeCut(marginMs: 300, pastMs: 0)
         d.announced([1_000])
         XCTAssertFalse(d.drop(onTimeMs: Int.min, frameMs: 100, excessMs: Int.max), "not before the change's own audio")
         XCTAssertLessThanOrEqual(d.changes.count, ChangeCut.limit)
@@ -124,10 +135,11 @@ final class CushionChangeCutTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(dropped, Array(stride(from: 3_500, to: 5_000, by: 100)))
+        // The cut reaches `StreamTuning.cushionCutPastMs` (150) past the change: [53 650, 55 150).
+        XCTAssertEqual(dropped, Array(stride(from: 3_700, to: 5_100, by: 100)))
         XCTAssertNil(o.policy.excessMs(nowMs: now), "the waits before the cut are forgotten")
         let m = o.measured(since: StreamFigures(), nowMs: 110_000)
-        XCTAssertEqual(m.cutMs, 1500)
+        XCTAssertEqual(m.cutMs, 1400)
         XCTAssertEqual(m.droppedMs, 0, "no silence dropped")
     }
 }
