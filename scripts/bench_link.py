@@ -40,6 +40,7 @@ import math
 import operator
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -443,7 +444,8 @@ def ping_seconds(rig):
 
 def keep(folder, recordings, facts):
     """Each recording as raw mono s16le (NAME.raw) with its chunks' arrivals (NAME.marks.json), and
-    the run's facts (run.json): to look again at what the figures say."""
+    the run's facts (run.json): to look again at what the figures say (`run` adds the bridge's
+    log, groove-bridge.log)."""
     os.makedirs(folder, exist_ok=True)
     for name, rec in recordings.items():
         x, marks = rec.snapshot()
@@ -525,6 +527,7 @@ def run(rig, binary, tmp, phase_seconds, change_every, rounds, pause_seconds, cp
     if keep_dir:
         keep(keep_dir, {"groove-bridge": sides["groove-bridge"].rec, "mpv": sides["mpv"].rec, "source": source},
              {"phases": phases, "changes": events.changes, "link_log": link_log, "t_start": t_start, "t_end": t_end})
+        shutil.copyfile(bridge_log, os.path.join(keep_dir, "groove-bridge.log"))
         log(f"recordings kept in {keep_dir}")
     with open(bridge_log, errors="replace") as f:
         said = [line.rstrip() for line in f if "stream:" in line]

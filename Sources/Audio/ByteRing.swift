@@ -68,20 +68,23 @@ public final class ByteRing: @unchecked Sendable {
 
     /// Reads up to `into.count` bytes, waiting until `deadlineMs` (nil: forever) for some: on
     /// this ring's lock, or through `waitingWith` (called with the deadline, without the lock,
-    /// until `wake` is called or the deadline passed; it may return early).
-    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil,
+    /// until `wake` is called or the deadline passed; it may return early). `oneArrival`: no
+    /// more than the bytes that arrived with the first (`lastReadArrivalMs` is then when every
+    /// byte read arrived, not only the last: a backlog read at once would date its oldest bytes
+    /// by its newest).
+    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil, oneArrival: Bool = false,
                      waitingWith wait: ((Int?) -> Void)? = nil) -> ReadResult {
         guard let wait else {
             return monitor.withLock {
                 while count == 0 && !producerDone && !cancelled {
                     if !monitor.wait(deadlineMs: deadlineMs) && count == 0 { return .timedOut }
                 }
-                return takeLocked(into: into)
+                return takeLocked(into: into, oneArrival: oneArrival)
             }
         }
         while true {
             let r = monitor.withLock { () -> ReadResult? in
-                if count > 0 || producerDone || cancelled { return takeLocked(into: into) }
+                if count > 0 || producerDone || cancelled { return takeLocked(into: into, oneArrival: oneArrival) }
                 if let d = deadlineMs, monotonicMs() >= d { return .timedOut }
                 readerWaits = true
                 return nil
@@ -97,9 +100,12 @@ public final class ByteRing: @unchecked Sendable {
         wake?()
     }
 
-    private func takeLocked(into: UnsafeMutableRawBufferPointer) -> ReadResult {
+    private func takeLocked(into: UnsafeMutableRawBufferPointer, oneArrival: Bool) -> ReadResult {
         if cancelled || count == 0 { return .ended }
-        let n = min(into.count, count, capacity - head)
+        var n = min(into.count, count, capacity - head)
+        if oneArrival, let first = arrivals[arrivalsHead...].first(where: { $0.end > bytesRead }) {
+            n = min(n, first.end - bytesRead)
+        }
         storage.withUnsafeBytes { src in
             into.baseAddress!.copyMemory(from: src.baseAddress!.advanced(by: head), byteCount: n)
         }

@@ -171,7 +171,7 @@ final class StreamInput {
     /// meanwhile.
     func readRing(into buf: UnsafeMutableRawBufferPointer) -> ByteRing.ReadResult {
         let deadline = gathering || burst?.joining == true ? monotonicMs() + StreamTuning.burstGapMs : burst?.wakeAtMs
-        return ring.read(into: buf, deadlineMs: deadline, waitingWith: { [burst, loop] deadline in
+        return ring.read(into: buf, deadlineMs: deadline, oneArrival: true, waitingWith: { [burst, loop] deadline in
             burst?.inputWaits()
             loop.wait(deadlineMs: deadline)
         })

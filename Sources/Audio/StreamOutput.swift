@@ -28,6 +28,9 @@ final class StreamOutput: BurstWatcher {
     private var join: JoinBuffer
     private var delay = HeardDelayEstimator()
     private var boundaryWatch = BoundaryWatch()
+    private var cushion: OutputCushion
+    /// The changes the server announced, for the cushion's cut before each.
+    private var changes: ComingChanges { stats.comingChanges }
     private let converter = PCMConverter()
     private var pcm: [UInt8] = []
     private var announcedPlaying = false
@@ -54,6 +57,7 @@ final class StreamOutput: BurstWatcher {
         self.onPlaying = onPlaying
         self.onOutputLost = onOutputLost
         join = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
+        cushion = OutputCushion(learned: stats.cushionTarget)
         written = JoinBuffer(keepMs: settings.joinKeepMs, startedMs: joinStartedMs)
         sink?.onOutputLost = onOutputLost
         stats.delayUnmeasured()
@@ -72,16 +76,24 @@ final class StreamOutput: BurstWatcher {
         stats.decoded(samples: f.samples, format: f.format)
         let atMs = delay.decodedMs
         delay.frameDecoded(samples: f.samples, sampleRate: f.format.sampleRate, arrivalMs: arrivalMs)
+        cushion.arrived(atMs: arrivalMs)
         if let requests = settings.boundaries, requests.watching {
             boundaryWatch.decoded(f, atMs: atMs, requests: requests, originMs: delay.onTimeOriginMs,
                                   nowMs: monotonicMs(), answer: settings.onBoundary)
         }
-        let level = gain.value(onTimeMs: delay.onTimeMs(atPositionMs: atMs))
+        let onTimeMs = delay.onTimeMs(atPositionMs: atMs)
+        let level = gain.value(onTimeMs: onTimeMs)
         while true {
             if followWarmth() || joining {
                 converter.convert(f, volume: level, into: &pcm)
                 join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
                 if !warm && join.isOverdue(nowMs: monotonicMs()) { endJoin() }
+                return !connection.ring.isCancelled
+            }
+            // Behind live (a stall's burst waits in the input): digital silence, and the end of a
+            // track before a change the server announced, are dropped, not played.
+            if cushion.drop(f, arrivalMs: arrivalMs, onTimeMs: onTimeMs, changes: changes.take(), nowMs: monotonicMs()) {
+                delay.resumed()
                 return !connection.ring.isCancelled
             }
             if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, level: level, on: sink) }
@@ -108,11 +120,7 @@ final class StreamOutput: BurstWatcher {
 
     /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
     /// sound server holds and what is still to go to it. Nil without a timing report.
-    func heardAtMs(ofNewest ms: Int) -> Int? {
-        guard let sink, let us = sink.latencyUs() else { return nil }
-        let unwrittenMs = sink.format.milliseconds(frames: sink.pendingBytes / sink.format.sinkBytesPerFrame)
-        return monotonicMs() + us / 1000 + unwrittenMs - ms
-    }
+    func heardAtMs(ofNewest ms: Int) -> Int? { sink?.heardAtMs(ofNewest: ms) }
 
     /// A switch took over from the connection at a frame boundary: the same audio goes on from
     /// `next`, through this output (its sink, join, heard delay and boundary watch carry on).
@@ -248,23 +256,14 @@ final class StreamOutput: BurstWatcher {
     private func openSink(_ format: AudioFormat) -> PulseSink? {
         if let sink, sink.format == format, sink.failure == nil, sink.lost == nil { return sink }
         sink = nil
-        let (server, lost) = (settings.server, settings.lostAction)
         do throws(SinkError) {
-            let s: PulseSink
-            do throws(SinkError) { s = try PulseSink(format: format, server: server, sink: settings.sinkName, loop: loop, lostAction: lost) } catch where error.missing && lost() == .follow {
-                s = try PulseSink(format: format, server: server, sink: nil, loop: loop, lostAction: lost)  // as a playing stream is moved
-                Log.info("stream: \(error.message); playing on the default output (on_output_lost = follow)")
-            }
+            let s = try PulseSink.open(format, server: settings.server, sink: settings.sinkName, loop: loop, lostAction: settings.lostAction)
             s.onOutputLost = onOutputLost
             sink = s
         } catch {
             // The output asked for went away before the stream reached it: as when it goes while
             // playing (`on_output_lost = pause`), this computer pauses instead of retrying.
-            if error.missing && settings.lostAction() == .pause {
-                onOutputLost(error.message)
-            } else {
-                _ = failed(error)
-            }
+            if error.missing && settings.lostAction() == .pause { onOutputLost(error.message) } else { _ = failed(error) }
             return nil
         }
         Log.info("stream: playing \(format)")
@@ -288,6 +287,7 @@ final class StreamOutput: BurstWatcher {
         let unwrittenMs = format.milliseconds(frames: sink.pendingBytes / format.sinkBytesPerFrame)
         guard let ms = delay.delayMs(nowMs: monotonicMs(), soundServerMs: soundServerMs,
                                      unwrittenMs: unwrittenMs, heldMs: join.heldMs) else { return }
+        cushion.measured(delayMs: ms, stats: stats, nowMs: monotonicMs())
         // A jump of the measure is said with its parts (--verbose): what moved it.
         if abs(ms - loggedDelayMs) > 250 {
             loggedDelayMs = ms

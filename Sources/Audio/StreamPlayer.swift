@@ -100,8 +100,12 @@ public final class StreamPlayer: @unchecked Sendable {
     public func setDelegate(_ d: StreamPlayerDelegate?) { monitor.withLock { _delegate = d } }
 
     /// Looks for a track change in the audio around when it is expected to be heard; the answer
-    /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded.
-    public func findBoundary(_ r: BoundaryRequest) { boundaries.add(r) }
+    /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded. The output may
+    /// also cut the end of the track before it to come back towards live (`ChangeCut`).
+    public func findBoundary(_ r: BoundaryRequest) {
+        boundaries.add(r)
+        stats.comingChanges.add(r)
+    }
 
     /// Whether the decoder keeps what it needs to find boundaries (a few numbers per 10 ms of
     /// audio): only while the server's delay is learned.

@@ -21,15 +21,55 @@ final class StreamStats: Sendable {
     /// A frame libFLAC could not decode, or an Ogg page whose checksum failed.
     func lostSync() { figures.withLock { $0.lostSync += 1 } }
 
+    /// Digital silence dropped to come back towards live (`CushionPolicy`).
+    func droppedForLive(ms: Int) {
+        figures.withLock {
+            $0.droppedForLiveMs = $0.droppedForLiveMs.adding(saturating: ms)
+            $0.dropsForLive += 1
+        }
+    }
+
+    func input(backlogMs: Int) { figures.withLock { $0.inputBacklogMs = backlogMs } }
+
+    /// The cushion learned from the link (`CushionTarget`), carried from one connection's output
+    /// to the next, and the input's backlog.
+    var cushionTarget: CushionTarget { learned.withLock { $0 } }
+    private let learned = Mutex(CushionTarget())
+    /// The track changes the server announced, where the output may cut the end of a track to
+    /// come back towards live (`ChangeCut`); from one connection's output to the next.
+    let comingChanges = ComingChanges()
+
+    func cushion(_ target: CushionTarget, backlogMs: Int) {
+        learned.withLock { $0 = target }
+        figures.withLock {
+            $0.cushionTargetMs = target.targetMs
+            $0.inputBacklogMs = backlogMs
+        }
+    }
+
     func joined(skippedMs: Int) { figures.withLock { $0.skippedAtJoinMs = skippedMs } }
 
     func output(bufferedMs: Int, delayMs: Int, atMs: Int = monotonicMs()) {
-        figures.withLock {
+        let beforeMs = figures.withLock {
+            let before = $0.localDelayMs
             $0.bufferedMs = bufferedMs
             $0.localDelayMs = delayMs
             $0.delayMeasuredAtMs = atMs
+            return before
+        }
+        if delayMs > 0, beforeMs.subtracting(saturating: delayMs) > StreamTuning.delayFallToldMs,
+           let told = fallObserver.withLock({ $0 }) {
+            told(beforeMs, delayMs)
         }
     }
+
+    /// Told (on the decoder thread) when the delay measure falls by more than
+    /// `StreamTuning.delayFallToldMs` at once (`fromMs`, `toMs`): a drop towards live. Whoever
+    /// times changes by the delay looks again at once instead of at its next input.
+    func onDelayFall(_ observer: (@Sendable (_ fromMs: Int, _ toMs: Int) -> Void)?) {
+        fallObserver.withLock { $0 = observer }
+    }
+    private let fallObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
 
     /// A connection ends or starts: its delay is measured afresh (the last one's, aged by the
     /// outage, would read as a stall).
@@ -41,7 +81,10 @@ final class StreamStats: Sendable {
     }
 
     /// Nothing plays any more: nothing is buffered and nothing is late.
-    func outputStopped() { output(bufferedMs: 0, delayMs: 0) }
+    func outputStopped() {
+        output(bufferedMs: 0, delayMs: 0)
+        input(backlogMs: 0)
+    }
 
     func note(error: String) { figures.withLock { $0.lastError = Log.scrub(error) } }
 

@@ -38,8 +38,8 @@ enum StreamTuning {
     /// How long an inconclusive start may take to show its frames: a quiet native mount joined
     /// mid-stream is recognised vs. how long a page that is not FLAC takes to be reported.
     static let sniffWaitMs = 3000
-    /// Read size from the ring when splitting Ogg pages: fewer wake-ups vs. a page's arrival
-    /// time known more finely.
+    /// Most read from the ring at once when splitting Ogg pages (a read holds only bytes that
+    /// arrived together, so a page's arrival is when its last byte came, backlog or not).
     static let oggReadBytes = 16 * 1024
     /// Newest decoded audio of Icecast's connect burst that is kept and played; the rest is
     /// dropped: how far behind the house this computer plays vs. enough to ride out the gaps
@@ -92,6 +92,36 @@ enum StreamTuning {
     /// Opening the sound output (connect, then the stream) gives up after this: a sound server
     /// that hangs is reported vs. a slow one refused.
     static let sinkOpenTimeoutMs = 5000
+
+    // MARK: The way back towards live
+
+    /// How long above its target the input's backlog (how long a decoded frame's bytes waited)
+    /// may be before audio is dropped (in digital silence only, `CushionPolicy`): jitter never
+    /// drops anything vs. how close to live the way back ends (half of it is left).
+    static let cushionMarginMs = 300
+    /// How long every frame must have waited in the input before a drop starts: a busy CPU's
+    /// moment or one late page drops nothing vs. how soon after a burst the way back may start.
+    static let cushionWindowMs = 2000
+    /// A fall of the heard delay by more than this at once (a drop) is told to the bridge at
+    /// once (`StreamPlayer.onDelayFall`): titles held for the delay follow the drop within a
+    /// write piece vs. a wake-up of the bridge for a smaller move, which its next input or
+    /// deadline also catches.
+    static let delayFallToldMs = 100
+    /// The most a stall's backlog is kept as a cushion against the next (`CushionTarget`):
+    /// stalls up to about this long are heard once, not every time vs. how far behind the house
+    /// a bad link leaves this computer.
+    static let cushionCapMs = 2000
+    /// A cut before a track change (`ChangeCut`) ends this far past the change's on-time moment:
+    /// the new track may start this much into it (and its title come as much before it) vs. the
+    /// error of that moment (the server's delay learned from the music: −115…+179 ms on the
+    /// rig) that, the other way, would cut within the old track and play its true end after the
+    /// cut: a skip.
+    static let cushionCutPastMs = 150
+    /// A link clean this long (no stall seen in the arrivals, no underrun) lets
+    /// the cushion go, and its backlog is dropped where the music allows: back near live within
+    /// a minute of the link healing, at the next track change or silence vs. a cushion let go
+    /// between two stalls of a link that stalls now and then.
+    static let cushionCleanMs = 30_000
 
     // MARK: Heard delay
 

@@ -54,6 +54,16 @@ public struct StreamFigures: Sendable, Equatable {
     public var bufferedMs = 0
     /// Audio dropped from Icecast's connect burst to play close to live, at the last join.
     public var skippedAtJoinMs = 0
+    /// Digital silence dropped to come back towards live after the link held the stream
+    /// (`CushionPolicy`), ms in all, and in how many runs.
+    public var droppedForLiveMs = 0
+    public var dropsForLive = 0
+    /// How long even the least waiting of the last 2 s of decoded frames waited in the input:
+    /// audio held beyond live (what a stall's burst left), which the way back drops in silence.
+    public var inputBacklogMs = 0
+    /// The cushion kept on purpose against stalls, learned from the link (`CushionTarget`): as
+    /// much of the backlog is not dropped.
+    public var cushionTargetMs = 0
     public var bytesReceived = 0
     public var samplesDecoded = 0
     public var reconnects = 0

@@ -57,6 +57,9 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         stream?.watchBoundaries(config.heardSync && config.heardSyncLearn)
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
                          due: { [weak self] in self?.run(.due) })
+        stream?.onDelayFall { [weak self] from, to in
+            self?.loop.submit(.streamDelayFell(fromMs: from, toMs: to), whenFull: .always)
+        }
     }
 
     public var config: Config { latest.withLock { $0.config } }

@@ -36,6 +36,9 @@ public enum Input: Sendable {
     /// The answer to one of the bridge's own Mopidy calls.
     case reply(Reply)
     case streamStatus(StreamStatus, sequence: Int)
+    /// The stream's heard delay fell at once (audio dropped to come back towards live): what is
+    /// held for it is timed again now (`StreamPlayer.onDelayFall`).
+    case streamDelayFell(fromMs: Int, toMs: Int)
     /// The user, through MPRIS.
     case command(PlayerCommand)
     case reload(Config)

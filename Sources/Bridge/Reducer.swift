@@ -81,6 +81,9 @@ extension BridgeState {
             if config.notify { fx.append(.notify(track, artFile: file)) }
         case .due:
             break  // what is due was done above
+        case .streamDelayFell(let from, let to):
+            // Timed again and released above, by the moment's new measure.
+            if !held.isEmpty { fx.append(.log(.debug, "heard-now: the stream's delay fell \(from) → \(to) ms; held changes timed again")) }
         case .sleeping(let on):
             sleeping(on, m, &fx)
         case .network(let n):

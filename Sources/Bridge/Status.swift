@@ -41,6 +41,12 @@ extension Bridge {
             if let format = f.format { o["stream_format"] = .string(format.description) }
             if let until = stream.keptWarmUntilMs { o["stream_kept_warm_until"] = .string(wallClock(ofMonotonicMs: until)) }
             o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
+            // The cushion against stalls (#24): kept on purpose, waiting in the input, dropped to
+            // come back towards live (whole frames, in digital silence or at a track change).
+            o["cushion_target_ms"] = .number(Double(f.cushionTargetMs))
+            o["cushion_backlog_ms"] = .number(Double(f.inputBacklogMs))
+            o["cushion_dropped_ms"] = .number(Double(f.droppedForLiveMs))
+            o["cushion_drops"] = .number(Double(f.dropsForLive))
             o["heard_delay_ms"] = .number(Double(heardDelayMs))
             if s.config.heardSync {
                 o["server_delay_ms"] = .number(Double(s.serverDelayMs))

@@ -33,6 +33,29 @@ final class ByteRingTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(ring.lastReadArrivalMs, t1)
     }
 
+    /// A backlog read at once would date its oldest bytes by its newest: a read of one arrival
+    /// holds only bytes that came together, each dated when it came.
+    func testAReadOfOneArrivalStopsWhereTheNextArrivalBegins() {
+        let ring = ByteRing(capacity: 64)
+        write(ring, [1, 2, 3])
+        let t0 = monotonicMs()
+        while monotonicMs() <= t0 { usleep(1000) }  // the next write comes at a later ms
+        let t1 = monotonicMs()
+        write(ring, [4, 5])
+        var buf = [UInt8](repeating: 0, count: 16)
+        func readOne() -> [UInt8] {
+            let r = buf.withUnsafeMutableBytes { ring.read(into: $0, deadlineMs: monotonicMs(), oneArrival: true) }
+            guard case .bytes(let got) = r else { XCTFail("\(r)"); return [] }
+            return Array(buf[0..<got])
+        }
+        XCTAssertEqual(readOne(), [1, 2, 3])
+        XCTAssertLessThanOrEqual(ring.lastReadArrivalMs, t0, "dated by the first write")
+        XCTAssertEqual(readOne(), [4, 5])
+        XCTAssertGreaterThanOrEqual(ring.lastReadArrivalMs, t1)
+        write(ring, [6, 7])
+        XCTAssertEqual(read(ring, 16), [6, 7], "what came at once is read at once")
+    }
+
     func testManyWritesAcrossTheWrapKeepOrderAndTimes() {
         let ring = ByteRing(capacity: 10)
         var expected: UInt8 = 0

@@ -1,0 +1,132 @@
+import Support
+
+/// One connection's side of the cushion, on the decoder thread (`StreamOutput`): the way back
+/// towards live (`CushionPolicy`) with the cushion kept on purpose learned from the link
+/// (`CushionTarget`, carried from one connection to the next in `StreamStats`).
+struct OutputCushion {
+    private(set) var policy = CushionPolicy()
+    /// The way back towards live at a track change the server announced.
+    private(set) var change = ChangeCut()
+    private(set) var target: CushionTarget
+    /// The target last said in the log.
+    private var toldTargetMs: Int
+    /// The heard delay before the drops since the last measure (for the log).
+    private var delayBeforeDropMs = 0
+    /// What the sound server held at the last measure.
+    private var lastSinkMs = 0
+    /// The least heard delay measured on this connection: how late a clean link plays here.
+    private var leastDelayMs: Int? = nil
+
+    init(learned: CushionTarget) {
+        target = learned
+        target.reconnected()
+        toldTargetMs = learned.targetMs
+    }
+
+    /// The bytes of a decoded frame arrived at `arrivalMs` (every frame: joining, warm or heard).
+    mutating func arrived(atMs arrivalMs: Int) {
+        let before = target.neededAtMs
+        target.arrived(atMs: arrivalMs)
+        if target.neededAtMs != before { Log.debug("stream: bytes came \(target.lastGapMs) ms after the last, beyond the link's rhythm: a stall; cushion \(target.targetMs) ms") }
+    }
+
+    /// A frame about to be played at `nowMs`, whose audio would have arrived at `onTimeMs` had
+    /// every page come on time, with the changes announced since the last frame (`ComingChanges`):
+    /// true when it is dropped instead. Digital silence (`CushionPolicy`) or the end of a track
+    /// before a change (`ChangeCut`).
+    mutating func drop(_ f: DecodedFrame, arrivalMs: Int, onTimeMs: Int?, changes: [Int], nowMs: Int) -> Bool {
+        policy.extraMs = target.currentMs(nowMs: nowMs)
+        let frameMs = f.format.milliseconds(frames: f.samples)
+        change.announced(changes)
+        if policy.drop(frameMs: frameMs, waitedMs: nowMs.subtracting(saturating: arrivalMs), silent: CushionPolicy.isSilent(f), nowMs: nowMs) {
+            return true
+        }
+        let wasCutting = change.cut != nil, coming = change.changes.count
+        let excess = policy.excessMs(nowMs: nowMs).map(cutMs(inputExcessMs:))
+        let dropped = change.drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: excess)
+        if change.changes.count < coming {
+            Log.debug("stream: a track change \(change.cut.map { "in \($0.toMs - (onTimeMs ?? 0)) ms: cut from \($0.fromMs - (onTimeMs ?? 0)) ms" } ?? "passed"); "
+                      + "backlog \(excess.map(String.init) ?? "unknown") ms above the cushion \(policy.extraMs) ms, sound server \(lastSinkMs) ms, heard delay \(delayBeforeDropMs) ms; this frame arrived \(onTimeMs.map { arrivalMs - $0 - frameMs } ?? 0) ms after its on-time end and waited \(nowMs - arrivalMs) ms")
+        }
+        // The waits measured before a cut say nothing of the backlog after it.
+        if wasCutting && change.cut == nil { policy.restartWindow() }
+        return dropped
+    }
+
+    /// How much a cut at a change takes, given the input's backlog above the target
+    /// (`CushionPolicy.excessMs`): while a backlog waits in the input, the sound server is kept
+    /// full too, where a clean link lets it run low before each page, so the heard delay stands
+    /// above the least measured on this connection by more than the input's backlog. The cut
+    /// takes that whole excess of the delay (a clean link played well with the least), but never
+    /// more than the input and the sound server may hold: the least wait, the link's longest gap
+    /// between reads more (the last page's audio), and the sound server's fill.
+    func cutMs(inputExcessMs: Int) -> Int {
+        guard inputExcessMs > policy.marginMs, let least = leastDelayMs, delayBeforeDropMs > 0 else { return inputExcessMs }
+        let delayExcess = delayBeforeDropMs.subtracting(saturating: least).subtracting(saturating: policy.extraMs)
+        let pageMs = Int(min(max(target.usualGapMs, 0), Double(target.capMs)))
+        let held = inputExcessMs.adding(saturating: pageMs).adding(saturating: lastSinkMs)
+        return max(inputExcessMs, min(delayExcess, held))
+    }
+
+    /// What a measure of the delay tells: digital silence dropped since the last one, a cut
+    /// before a track change that ended since (ms), and the target when it changed.
+    struct Measured: Equatable {
+        var droppedMs = 0
+        var cutMs = 0
+        var newTargetMs: Int? = nil
+    }
+
+    /// At a measure of the delay, with the figures of the one before: an underrun since then
+    /// (the output had nothing to play for longer than `underrunMs`) grows the target by what
+    /// was missing. What was dropped since the last measure, and the target when it changed.
+    mutating func measured(since last: StreamFigures, nowMs: Int) -> Measured {
+        // Not `starvedMs`: heard-now counts a stall only from `StreamTuning.starvedAfterMs`; an
+        // underrun is any time the output had nothing to play.
+        guard last.localDelayMs > 0, last.delayMeasuredAtMs > 0 else { return finish(nowMs: nowMs) }
+        let starved = max(0, nowMs.subtracting(saturating: last.delayMeasuredAtMs).subtracting(saturating: last.bufferedMs))
+        // The frame that ended it had been here longer than the output went without: the audio
+        // was here, the decoder late (a busy machine), and no cushion would have ridden it out.
+        let machines = (policy.lastWaitMs ?? 0) >= starved
+        if starved > Self.underrunMs && !machines {
+            target.underran(starvedMs: starved, backlogMs: last.inputBacklogMs, nowMs: nowMs)
+        }
+        if starved > Self.underrunMs {
+            Log.debug("stream: the output had nothing to play for \(starved) ms\(machines ? " with the audio here (a busy machine)" : ""); cushion \(target.targetMs) ms")
+        }
+        return finish(nowMs: nowMs)
+    }
+
+    private mutating func finish(nowMs: Int) -> Measured {
+        let now = target.currentMs(nowMs: nowMs)
+        defer { toldTargetMs = now }
+        return Measured(droppedMs: policy.takeDropped(), cutMs: change.takeDropped().ms, newTargetMs: now != toldTargetMs ? now : nil)
+    }
+
+    /// At a measure of the heard delay (`delayMs`): what was dropped since the last one, and
+    /// the target when it changed, said in the log and the figures.
+    mutating func measured(delayMs: Int, stats: StreamStats, nowMs: Int) {
+        let m = measured(since: stats.snapshot, nowMs: nowMs)
+        lastSinkMs = stats.snapshot.bufferedMs
+        if m.droppedMs > 0 {
+            Log.info("stream: dropped \(m.droppedMs) ms of digital silence to come back towards live; heard delay \(delayBeforeDropMs) → \(delayMs) ms")
+            stats.droppedForLive(ms: m.droppedMs)
+        }
+        if m.cutMs > 0 {
+            Log.info("stream: dropped \(m.cutMs) ms before the track change to come back towards live; heard delay \(delayBeforeDropMs) → \(delayMs) ms")
+            stats.droppedForLive(ms: m.cutMs)
+        }
+        if let t = m.newTargetMs { Log.info("stream: the cushion kept against stalls is \(t) ms") }
+        delayBeforeDropMs = delayMs
+        if delayMs > 0 { leastDelayMs = min(leastDelayMs ?? delayMs, delayMs) }
+        stats.cushion(target, backlogMs: backlogMs(nowMs: nowMs))
+    }
+
+    /// How long even the least waiting of the recent frames waited in the input (0 until known).
+    func backlogMs(nowMs: Int) -> Int {
+        policy.excessMs(nowMs: nowMs).map { $0.adding(saturating: policy.extraMs) } ?? 0
+    }
+
+    /// Less starving than this is no underrun: the sound server's timing reports and the
+    /// extrapolation between them are this rough on a busy machine.
+    static let underrunMs = 20
+}

@@ -1,0 +1,58 @@
+import Audio
+@testable import Bridge
+import XCTest
+
+/// Heard-now and the cushion (#24 item 2): a drop towards live makes the stream's delay fall at
+/// once, and what is held for that delay is due sooner by as much, at once (the stream says so:
+/// `.streamDelayFell`), not at the bridge's next input or deadline.
+final class CushionReducerTests: XCTestCase {
+    typealias Rig = ReducerTests.Rig
+
+    /// A stall's backlog holds the stream 2 s behind; Two starts on the server (heard 2.4 s on).
+    /// 1.1 s later the output drops 1 s of silence: Two is then heard at 11 400, already past at
+    /// 11 500, when the stream tells the drop: it is shown at once.
+    func testAHeldChangeIsShownAtOnceWhenADropMakesItDue() {
+        var r = Rig()
+        r.streamDelayMs = 2000
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
+        XCTAssertEqual(r.state.nextDeadlineMs, 12_400, "held for 2 s of stream + 400 ms of server")
+        r.advance(toMs: 11_100)
+        XCTAssertEqual(r.title, "One")
+        r.streamDelayMs = 1000
+        r.advance(toMs: 11_500)
+        XCTAssertEqual(r.title, "One", "no input since the drop: nothing looked at the new measure")
+        r.feed(.streamDelayFell(fromMs: 2000, toMs: 1000))
+        XCTAssertEqual(r.title, "Two", "due at 11 400 after the drop, shown as the drop is told")
+        let trace = r.take()
+        XCTAssertEqual(trace.filter { $0.hasPrefix("Metadata") }.count, 1, trace.joined(separator: "\n"))
+    }
+
+    /// A drop that leaves the change still ahead moves its deadline forward by the drop: the
+    /// runner wakes then, not at the old time.
+    func testADropMovesTheDeadlineOfWhatIsStillAhead() {
+        var r = Rig()
+        r.streamDelayMs = 3000
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.three)))
+        XCTAssertEqual(r.state.nextDeadlineMs, 13_400)
+        r.advance(toMs: 10_500)
+        r.streamDelayMs = 2200
+        r.feed(.streamDelayFell(fromMs: 3000, toMs: 2200))
+        XCTAssertEqual(r.state.nextDeadlineMs, 12_600, "800 ms sooner")
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 12_599)
+        XCTAssertEqual(r.title, "One", "never before the music: the drop took 800 ms, not more")
+        r.advance(toMs: 12_600)
+        XCTAssertEqual(r.title, "Three", "both held changes are due at the drop's new delay")
+    }
+
+    /// With nothing held the input changes nothing and says nothing.
+    func testADropWithNothingHeldChangesNothing() {
+        var r = Rig()
+        let before = r.state.published
+        r.streamDelayMs = 600
+        r.feed(.streamDelayFell(fromMs: 1000, toMs: 600))
+        XCTAssertEqual(r.state.published, before)
+        XCTAssertEqual(r.take(), [])
+    }
+}

@@ -1,0 +1,97 @@
+@testable import Audio
+import XCTest
+
+/// The output's side of the cushion: an underrun seen between two measures of the delay grows
+/// the target; what the log and the figures are told.
+final class OutputCushionTests: XCTestCase {
+    /// The figures of a measure at `atMs`: `bufferedMs` in the sound server, `backlogMs` in the input.
+    func measure(atMs: Int, bufferedMs: Int, backlogMs: Int) -> StreamFigures {
+        var f = StreamFigures()
+        f.localDelayMs = 900
+        f.bufferedMs = bufferedMs
+        f.delayMeasuredAtMs = atMs
+        f.inputBacklogMs = backlogMs
+        return f
+    }
+
+    func testAnUnderrunBetweenMeasuresGrowsTheTargetOnce() {
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        // 300 ms in the sound server at 1000, the next write at 1500: it had nothing for 200 ms.
+        let first = c.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 100), nowMs: 1500)
+        XCTAssertEqual(first.newTargetMs, 300, "what it lacked on top of the backlog it had")
+        XCTAssertEqual(first.droppedMs, 0)
+        let second = c.measured(since: measure(atMs: 1500, bufferedMs: 400, backlogMs: 0), nowMs: 1600)
+        XCTAssertNil(second.newTargetMs, "no underrun, no change to tell")
+        XCTAssertEqual(c.target.targetMs, 300)
+    }
+
+    /// The sound server's reports are rough: 20 ms short is no underrun.
+    func testAReportAFewMsShortIsNoUnderrun() {
+        var c = OutputCushion(learned: CushionTarget())
+        let r = c.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 0), nowMs: 1320)
+        XCTAssertNil(r.newTargetMs)
+        XCTAssertEqual(c.target.targetMs, 0)
+    }
+
+    /// A new connection keeps what the link taught, not the gap before its first byte.
+    func testANewConnectionKeepsTheLearnedTarget() {
+        var learned = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
+        learned.underran(starvedMs: 900, backlogMs: 0, nowMs: 1000)
+        var c = OutputCushion(learned: learned)
+        c.arrived(atMs: 50_000)
+        XCTAssertEqual(c.target.targetMs, 900)
+        XCTAssertNil(c.measured(since: StreamFigures(), nowMs: 2000).newTargetMs, "nothing new to tell")
+        XCTAssertEqual(c.measured(since: StreamFigures(), nowMs: 31_000).newTargetMs, 0, "let go after 30 s clean")
+    }
+}
+
+extension OutputCushionTests {
+    /// The output went without while the audio was here (the frame that ended it had waited
+    /// longer): a busy machine, which no cushion rides out; the target stays. Audio that came
+    /// only then ends a stall of the link, which grows it.
+    func testAnUnderrunWithTheAudioHereIsTheMachines() {
+        let format = AudioFormat(sampleRate: 1000, channels: 1, bitsPerSample: 16)
+        let plane = [Int32](repeating: 4000, count: 100)
+        func decoded(_ c: inout OutputCushion, waitedMs: Int, nowMs: Int) {
+            plane.withUnsafeBufferPointer { l in
+                let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
+                planes.withUnsafeBufferPointer { p in
+                    let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
+                    XCTAssertFalse(c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: nil, changes: [], nowMs: nowMs))
+                }
+            }
+        }
+        var busy = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        decoded(&busy, waitedMs: 500, nowMs: 1490)
+        XCTAssertNil(busy.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 400), nowMs: 1500).newTargetMs)
+        XCTAssertEqual(busy.target.targetMs, 0)
+        var stalled = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        decoded(&stalled, waitedMs: 5, nowMs: 1490)
+        XCTAssertEqual(stalled.measured(since: measure(atMs: 1000, bufferedMs: 300, backlogMs: 0), nowMs: 1500).newTargetMs, 200)
+    }
+}
+
+extension OutputCushionTests {
+    /// While a backlog waits in the input the sound server is kept full, so the heard delay
+    /// stands above a clean link's by more than the input's backlog: a cut at a change takes the
+    /// delay's excess over the least measured on the connection (figures of a rig run: 564 ms
+    /// clean, 2596 ms after the stalls, 1664 ms the input's least wait, 345 ms in the sound
+    /// server), never more than the input and the sound server may hold.
+    func testACutTakesTheDelaysExcessOverItsLeast() {
+        let stats = StreamStats()
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        for ms in stride(from: -20_000, through: 1000, by: 420) { c.arrived(atMs: ms) }  // a page every 420 ms
+        XCTAssertEqual(c.cutMs(inputExcessMs: 1664), 1664, "no delay measured yet: the input's backlog")
+        stats.output(bufferedMs: 330, delayMs: 564, atMs: 1000)
+        c.measured(delayMs: 564, stats: stats, nowMs: 1000)
+        XCTAssertEqual(c.cutMs(inputExcessMs: 400), 400, "the delay at its least: the input's backlog")
+        stats.output(bufferedMs: 345, delayMs: 2596, atMs: 2000)
+        c.measured(delayMs: 2596, stats: stats, nowMs: 2000)
+        XCTAssertEqual(c.cutMs(inputExcessMs: 1664), 2032, "the delay's excess over its least")
+        XCTAssertEqual(c.cutMs(inputExcessMs: 250), 250, "a backlog within the margin starts no cut: its measure is not raised")
+        // The delay's excess beyond what may be held (the input's least wait, a page, the sound
+        // server's fill): a later page, not audio here, which no cut can take.
+        XCTAssertEqual(c.cutMs(inputExcessMs: 400), 400 + 420 + 345)
+        XCTAssertGreaterThanOrEqual(c.cutMs(inputExcessMs: 2500), 2500, "never less than the input's backlog")
+    }
+}
