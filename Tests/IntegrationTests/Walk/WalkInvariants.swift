@@ -138,11 +138,27 @@ final class WalkInvariants {
             let behindMs = world.stalled ? min(10_000, max(0, heardDelayMs() - 1500)) : 0
             let heard = waitUntil(4 + Double(behindMs) / 1000) { recorders.contains { $0.recentTone(ms: 300, candidates: tones) != nil } }
             if !heard {
+                let server = serverStreamTone()
                 return "Playing for \((monotonicUs() - statusSinceUs) / 1000) ms and the house plays, yet nothing is heard "
-                    + "(the bridge says it hears \(heardDelayMs()) ms behind the server)"
+                    + "(the bridge says it hears \(heardDelayMs()) ms behind the server; the server's own stream: "
+                    + "\(server.map { "\($0) Hz" } ?? "no tone in 3 s, the rig's Mopidy stuck"))"
             }
         }
         return nil
+    }
+
+    /// The tone the server's own stream carries (a listener straight to Icecast for up to 3 s),
+    /// or nil: whether the house that Mopidy says plays is heard by anyone.
+    private func serverStreamTone() -> Int? {
+        let info = world.rig.info
+        let raw = RawListener(url: info.stream_url, user: info.user, password: info.password, ogg: true)
+        defer { raw.stop() }
+        var found: Int? = nil
+        _ = waitUntil(3) {
+            found = tones.first { raw.onTimeUs(ofTone: $0, candidates: tones, fromUs: 0) != nil }
+            return found != nil
+        }
+        return found
     }
 
     /// A rig tone in [from, to] on any recorder, as "<Hz> at +<ms>", or nil for silence.
