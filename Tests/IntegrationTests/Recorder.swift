@@ -11,11 +11,16 @@ final class Recorder: @unchecked Sendable {
     /// (arrival time in monotonic µs, sample count after that chunk)
     private var marks: [(Int64, Int)] = []
     private var carry: UInt8? = nil
+    /// The source recorded.
+    let source: String
+    /// The recording process (parec), as the sound server knows its stream.
+    var pid: Int32 { process.processIdentifier }
 
     /// Records `source` (default: the null sink's monitor) of `sound` (nil: the rig's own sound server).
     init(rig: Rig, sound: Rig.Sound? = nil, source: String? = nil) throws {
+        self.source = source ?? sound?.monitor ?? rig.info.monitor
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["parec", "-d", source ?? sound?.monitor ?? rig.info.monitor, "--raw", "--format=s16le", "--rate=\(Recorder.rate)",
+        process.arguments = ["parec", "-d", self.source, "--raw", "--format=s16le", "--rate=\(Recorder.rate)",
                              "--channels=1", "--latency-msec=10"]
         process.environment = rig.clientEnvironment(sound)
         let out = Pipe()

@@ -139,6 +139,10 @@ final class WalkInvariants {
             let heard = waitUntil(4 + Double(behindMs) / 1000) { recorders.contains { $0.recentTone(ms: 300, candidates: tones) != nil } }
             if !heard {
                 let server = serverStreamTone()
+                if let inputs = try? runCommand(["pactl", "list", "sink-inputs"], env: world.env) { print("walk: pactl list sink-inputs:\n\(inputs.out)") }
+                if let sinks = try? runCommand(["pactl", "list", "sinks", "short"], env: world.env) { print("walk: sinks:\n\(sinks.out)") }
+                if let outs = try? runCommand(["pactl", "list", "source-outputs"], env: world.env) { print("walk: source outputs:\n\(outs.out)") }
+                print("walk: recorders: \(recorders.map { "\($0.count) samples, recent \($0.recentTone(ms: 300, candidates: tones).map(String.init) ?? "none")" })")
                 return "Playing for \((monotonicUs() - statusSinceUs) / 1000) ms and the house plays, yet nothing is heard "
                     + "(the bridge says it hears \(heardDelayMs()) ms behind the server; the server's own stream: "
                     + "\(server.map { "\($0) Hz" } ?? "no tone in 3 s, the rig's Mopidy stuck"))"

@@ -103,6 +103,7 @@ class WalkTestCase: DaemonTestCase {
             if verbose { print("walk: step \(i + 1): \(step)") }
             try world.perform(step)
             steps += 1
+            if case .defaultSink = step { try Recorder.keepInPlace(recorders, env: world.env) }
             if step == .sinkAdd {
                 let r = try Recorder(rig: rig, sound: sound, source: "\(walkSink).monitor")
                 recorders.append(r)
