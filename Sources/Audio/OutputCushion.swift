@@ -16,6 +16,8 @@ struct OutputCushion {
     private var lastSinkMs = 0
     /// The least heard delay measured on this connection: how late a clean link plays here.
     private var leastDelayMs: Int? = nil
+    /// The measure before the last underrun held for (`rebufferMs`): one hold per underrun.
+    private var rebufferedAfterMs = 0
 
     init(learned: CushionTarget) {
         target = learned
@@ -66,6 +68,23 @@ struct OutputCushion {
         let pageMs = Int(min(max(target.usualGapMs, 0), Double(target.capMs)))
         let held = inputExcessMs.adding(saturating: pageMs).adding(saturating: lastSinkMs)
         return max(inputExcessMs, min(delayExcess, held))
+    }
+
+    /// How long to hold the frame about to be played after the output ran dry for want of
+    /// audio (a stall of the link, not a busy machine: the frame had not waited as long): the
+    /// target, grown by this underrun, is what the next stall of its kind needs beyond the
+    /// connection's least delay; the music would go on the stall's gap behind what was measured
+    /// before it. Once per underrun, at most the cap; 0 without a measure to go by.
+    mutating func rebufferMs(since last: StreamFigures, nowMs: Int) -> Int {
+        guard last.localDelayMs > 0, last.delayMeasuredAtMs > 0, last.delayMeasuredAtMs != rebufferedAfterMs,
+              let least = leastDelayMs else { return 0 }
+        let starved = max(0, nowMs.subtracting(saturating: last.delayMeasuredAtMs).subtracting(saturating: last.bufferedMs))
+        guard starved > Self.underrunMs, (policy.lastWaitMs ?? 0) < starved else { return 0 }
+        rebufferedAfterMs = last.delayMeasuredAtMs
+        target.underran(starvedMs: starved, backlogMs: last.inputBacklogMs, nowMs: nowMs)
+        let wanted = least.adding(saturating: target.currentMs(nowMs: nowMs))
+        let resumed = last.localDelayMs.adding(saturating: starved)
+        return min(target.capMs, max(0, wanted.subtracting(saturating: resumed)))
     }
 
     /// What a measure of the delay tells: digital silence dropped since the last one, a cut

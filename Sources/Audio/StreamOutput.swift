@@ -18,7 +18,7 @@ final class StreamOutput: BurstWatcher {
     private var connection: StreamConnection
     private let settings: Settings
     private let loop: AudioLoop
-    private let stats: StreamStats
+    let stats: StreamStats
     private let gain: Gain
     private let onPlaying: () -> Void
     private let onOutputLost: (String) -> Void
@@ -28,7 +28,7 @@ final class StreamOutput: BurstWatcher {
     private var join: JoinBuffer
     private var delay = HeardDelayEstimator()
     private var boundaryWatch = BoundaryWatch()
-    private var cushion: OutputCushion
+    var cushion: OutputCushion
     /// The changes the server announced, for the cushion's cut before each.
     private var changes: ComingChanges { stats.comingChanges }
     private let converter = PCMConverter()
@@ -96,6 +96,7 @@ final class StreamOutput: BurstWatcher {
                 delay.resumed()
                 return !connection.ring.isCancelled
             }
+            rebufferAfterAStall(f.format)
             if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, level: level, on: sink) }
             // A pause that keeps the connection came meanwhile: this frame is held instead.
             guard !connection.ring.isCancelled, pausedSinceLook else { return false }
@@ -215,7 +216,7 @@ final class StreamOutput: BurstWatcher {
 
     /// The sink for `format`, once the server asked for `bytes` more (waiting in the loop until
     /// it does). Nil when the connection was cancelled or the sound output failed.
-    private func waitForRoom(_ bytes: Int, format: AudioFormat) -> PulseSink? {
+    func waitForRoom(_ bytes: Int, format: AudioFormat) -> PulseSink? {
         guard let sink = openSink(format) else { return nil }
         if !announcedPlaying {
             // Once per connection: later writes must not hide a "reconnecting" that the network
@@ -280,7 +281,7 @@ final class StreamOutput: BurstWatcher {
     }
 
     /// From the server's timing report, extrapolated by the clock: no round trip per write.
-    private func updateDelay(_ sink: PulseSink) {
+    func updateDelay(_ sink: PulseSink) {
         guard let soundServerUs = sink.latencyUs() else { return }
         let soundServerMs = soundServerUs / 1000
         let format = sink.format

@@ -95,3 +95,52 @@ extension OutputCushionTests {
         XCTAssertGreaterThanOrEqual(c.cutMs(inputExcessMs: 2500), 2500, "never less than the input's backlog")
     }
 }
+
+extension OutputCushionTests {
+    /// A frame whose wait was short, decoded at `nowMs` (not a busy machine's).
+    func decodeTone(_ c: inout OutputCushion, waitedMs: Int, nowMs: Int) {
+        let format = AudioFormat(sampleRate: 1000, channels: 1, bitsPerSample: 16)
+        let plane = [Int32](repeating: 4000, count: 100)
+        plane.withUnsafeBufferPointer { l in
+            let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
+            planes.withUnsafeBufferPointer { p in
+                let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
+                _ = c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: nil, changes: [], nowMs: nowMs)
+            }
+        }
+    }
+
+    /// The first frame after a stall of the link that ran the output dry is held until the
+    /// listener is the cushion's target behind the least delay (figures of a rig run: a page
+    /// every 420 ms, 560 ms of least delay, a 1500 ms stall seen as bytes 1549 ms after the last,
+    /// the output dry for 810 ms): the next such stall is ridden out. Once per underrun.
+    func testTheFirstFrameAfterAStallIsHeldForTheCushion() {
+        let stats = StreamStats()
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        for ms in stride(from: -20_000, through: 1000, by: 420) { c.arrived(atMs: ms) }
+        stats.output(bufferedMs: 300, delayMs: 560, atMs: 1000)
+        c.measured(delayMs: 560, stats: stats, nowMs: 1000)
+        let before = measure(atMs: 1000, bufferedMs: 300, backlogMs: 0)
+        XCTAssertEqual(c.rebufferMs(since: before, nowMs: 1200), 0, "not dry yet")
+        c.arrived(atMs: 1000 + 1549)
+        decodeTone(&c, waitedMs: 1, nowMs: 2110)
+        var last = before
+        last.localDelayMs = 560
+        XCTAssertEqual(c.rebufferMs(since: last, nowMs: 2110), 560 + 1549 - (560 + 810))
+        XCTAssertEqual(c.rebufferMs(since: last, nowMs: 2150), 0, "once per underrun")
+    }
+
+    /// The output went without while the frame had waited longer: a busy machine, no hold.
+    func testNoHoldForABusyMachinesUnderrun() {
+        let stats = StreamStats()
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        stats.output(bufferedMs: 300, delayMs: 560, atMs: 1000)
+        c.measured(delayMs: 560, stats: stats, nowMs: 1000)
+        c.arrived(atMs: 500)
+        c.arrived(atMs: 2500)
+        decodeTone(&c, waitedMs: 900, nowMs: 2110)
+        var last = measure(atMs: 1000, bufferedMs: 300, backlogMs: 0)
+        last.localDelayMs = 560
+        XCTAssertEqual(c.rebufferMs(since: last, nowMs: 2110), 0)
+    }
+}
