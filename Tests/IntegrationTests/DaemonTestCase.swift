@@ -94,11 +94,13 @@ class DaemonTestCase: XCTestCase {
     func stopDaemon(file: StaticString = #filePath, line: UInt = #line) {
         guard let daemon, daemon.isRunning else { return }
         daemon.terminate()
-        daemon.waitUntilExit()
-        XCTAssertEqual(daemon.terminationReason, .exit, "the bridge died of signal \(daemon.terminationStatus) when stopped",
-                       file: file, line: line)
-        XCTAssertEqual(daemon.terminationStatus, 0, "the bridge stopped with exit code \(daemon.terminationStatus)",
-                       file: file, line: line)
+        guard let end = daemon.waitForExit(timeoutS: 30) else {
+            XCTFail("the bridge did not stop within 30 s of SIGTERM", file: file, line: line)
+            kill(daemon.processIdentifier, SIGKILL)
+            return
+        }
+        XCTAssertTrue(end.exited, "the bridge died of signal \(end.code) when stopped", file: file, line: line)
+        XCTAssertEqual(end.code, 0, "the bridge stopped with exit code \(end.code)", file: file, line: line)
     }
 
     override func tearDown() {

@@ -327,11 +327,16 @@ func runCommand(_ argv: [String], env: [String: String]? = nil, stdin: String? =
         // Something it started may still hold its output: the wait ends either way.
         if group.wait(timeout: .now() + 5) == .timedOut {
             kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            return (p.terminationStatus, "", "(its output is still held open by a process it started)", [])
+            let end = p.waitForExit(timeoutS: 10)
+            return (end?.code ?? -1, "", "(its output is still held open by a process it started)", [])
         }
     }
-    p.waitUntilExit()
+    // Its output ended: it has ended or soon will (SIGKILL after `timeout` more).
+    var end = p.waitForExit(timeoutS: timeout)
+    if end == nil {
+        kill(p.processIdentifier, SIGKILL)
+        end = p.waitForExit(timeoutS: 10)
+    }
     let outData = c.out, errData = c.err
-    return (p.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), [UInt8](outData))
+    return (end?.code ?? -1, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self), [UInt8](outData))
 }
