@@ -38,11 +38,11 @@ extension StreamAudioTestCase {
         let stalled = p.currentFigures
         XCTAssertGreaterThan(stalled.cushionTargetMs, 0, "the cushion went while the stalls went on")
         XCTAssertLessThanOrEqual(stalled.cushionTargetMs, 2000, "beyond the cap")
-        // The first stall is heard (the join holds less than 1.5 s), a moment longer than it ran
-        // the output dry, so that the three after it are not (a gap of 150 ms or more, mid-track
-        // or where the rig's track changes; a busy machine's own underruns are shorter).
+        // The first stall is heard when the join left less than it (a moment longer than it ran
+        // the output dry), and the three after it are not: no gap of 150 ms or more, mid-track
+        // or where the rig's track changes, after the first's (a busy machine's own underruns
+        // are shorter).
         let gaps = recorder.gaps(fromUs: sinceUs + 7_500_000, toUs: monotonicUs(), candidates: tones).filter { $0.ms >= 150 }
-        XCTAssertFalse(gaps.isEmpty, "the first stall was not heard")
         let later = gaps.dropFirst().filter { $0.us > gaps[0].us + Int64(gaps[0].ms) * 1000 + 1_000_000 }
         XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(later.map { "\(Double($0.us - sinceUs) / 1e6) s: \($0.ms) ms" })")
 

@@ -3,20 +3,32 @@ import Support
 
 extension Process {
     /// How the process ended (`exited`: by exit, with `code`; else by the signal `code`), waited
-    /// for at most `timeoutS`: nil if it still runs then. Foundation's own account when it has
-    /// one; Foundation can miss a child's exit on Linux (the child stays a zombie and
-    /// `waitUntilExit` never returns: a test hung so), so a zombie's status is read from
-    /// `/proc/PID/stat`. Never reaped here: Foundation reaps its own children, and a pid reaped
-    /// under it could be reused by its next child.
-    func waitForExit(timeoutS: Double = 30) -> (exited: Bool, code: Int32)? {
+    /// for at most `timeoutS`: nil if it still runs then. Foundation's own account, as
+    /// `waitUntilExit` gives it; but Foundation can miss a child's exit on Linux (the child stays
+    /// a zombie and `waitUntilExit` never returns: a test hung so), so a child that has been a
+    /// zombie for `zombieS` (Foundation reaps its children within milliseconds) is taken as
+    /// ended, its status read from `/proc/PID/stat`. Never reaped here: a pid reaped under
+    /// Foundation could be reused by its next child.
+    func waitForExit(timeoutS: Double = 30, zombieS: Double = 2) -> (exited: Bool, code: Int32)? {
         let end = monotonicUs() + Int64(timeoutS * 1_000_000)
+        var zombieSinceUs: Int64? = nil
         while true {
-            if !isRunning { return (terminationReason == .exit, terminationStatus) }
-            if let status = Self.zombieStatus(processIdentifier) {
-                let signal = status & 0x7f
-                return signal == 0 ? (true, (status >> 8) & 0xff) : (false, signal)
+            if !isRunning {
+                // Returns at once, and lets go of what Foundation kept to watch the process (its
+                // descriptors: Process.run crashed once some 1 350 were left open).
+                waitUntilExit()
+                return (terminationReason == .exit, terminationStatus)
             }
-            if monotonicUs() > end { return nil }
+            let now = monotonicUs()
+            if let status = Self.zombieStatus(processIdentifier) {
+                let since = zombieSinceUs ?? now
+                zombieSinceUs = since
+                if now - since >= Int64(zombieS * 1_000_000) {
+                    let signal = status & 0x7f
+                    return signal == 0 ? (true, (status >> 8) & 0xff) : (false, signal)
+                }
+            }
+            if now > end { return nil }
             usleep(5_000)
         }
     }
