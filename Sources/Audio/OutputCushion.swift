@@ -18,6 +18,9 @@ struct OutputCushion {
     private var leastDelayMs: Int? = nil
     /// The measure before the last underrun held for (`rebufferMs`): one hold per underrun.
     private var rebufferedAfterMs = 0
+    /// A frame was dropped since the last measure: an output that ran low meanwhile ran low by
+    /// the drop, not for want of the link's audio.
+    private var droppedSinceMeasure = false
 
     init(learned: CushionTarget) {
         target = learned
@@ -41,6 +44,7 @@ struct OutputCushion {
         let frameMs = f.format.milliseconds(frames: f.samples)
         change.announced(changes)
         if policy.drop(frameMs: frameMs, waitedMs: nowMs.subtracting(saturating: arrivalMs), silent: CushionPolicy.isSilent(f), nowMs: nowMs) {
+            droppedSinceMeasure = true
             return true
         }
         let wasCutting = change.cut != nil, coming = change.changes.count
@@ -52,6 +56,7 @@ struct OutputCushion {
         }
         // The waits measured before a cut say nothing of the backlog after it.
         if wasCutting && change.cut == nil { policy.restartWindow() }
+        if dropped { droppedSinceMeasure = true }
         return dropped
     }
 
@@ -79,7 +84,7 @@ struct OutputCushion {
         guard last.localDelayMs > 0, last.delayMeasuredAtMs > 0, last.delayMeasuredAtMs != rebufferedAfterMs,
               let least = leastDelayMs else { return 0 }
         let starved = max(0, nowMs.subtracting(saturating: last.delayMeasuredAtMs).subtracting(saturating: last.bufferedMs))
-        guard starved > Self.underrunMs, (policy.lastWaitMs ?? 0) < starved else { return 0 }
+        guard starved > Self.underrunMs, !droppedSinceMeasure, let wait = policy.lastWaitMs, wait < starved else { return 0 }
         rebufferedAfterMs = last.delayMeasuredAtMs
         target.underran(starvedMs: starved, backlogMs: last.inputBacklogMs, nowMs: nowMs)
         let wanted = least.adding(saturating: target.currentMs(nowMs: nowMs))
@@ -106,7 +111,9 @@ struct OutputCushion {
         // The frame that ended it had been here longer than the output went without: the audio
         // was here, the decoder late (a busy machine), and no cushion would have ridden it out.
         let machines = (policy.lastWaitMs ?? 0) >= starved
-        if starved > Self.underrunMs && !machines {
+        // Not again for an underrun `rebufferMs` took (the silence it wrote is no want of audio),
+        // nor for one a drop made.
+        if starved > Self.underrunMs && !machines && last.delayMeasuredAtMs != rebufferedAfterMs && !droppedSinceMeasure {
             target.underran(starvedMs: starved, backlogMs: last.inputBacklogMs, nowMs: nowMs)
         }
         if starved > Self.underrunMs {
@@ -116,6 +123,7 @@ struct OutputCushion {
     }
 
     private mutating func finish(nowMs: Int) -> Measured {
+        droppedSinceMeasure = false
         let now = target.currentMs(nowMs: nowMs)
         defer { toldTargetMs = now }
         return Measured(droppedMs: policy.takeDropped(), cutMs: change.takeDropped().ms, newTargetMs: now != toldTargetMs ? now : nil)
