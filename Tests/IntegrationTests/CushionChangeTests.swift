@@ -1,6 +1,5 @@
 import Foundation
 import Mopidy
-import MPRIS
 import Support
 import XCTest
 
@@ -60,27 +59,13 @@ extension DaemonTestCase {
     /// but before a change), and the titles stay within 250 ms of the music, heard. Figures
     /// printed.
     func cushionComesBackTowardsLiveAtTrackChanges() throws {
-        stopDaemon()
-        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         let name = "cushion-change-\(Self.soundKind)"
-        let link = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
-        defer { _ = try? rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) }
-        try startDaemon(["--stream-url", try XCTUnwrap(link["stream_url"] as? String), "--verbose"])
+        try startDaemonOnLink(name, ["--verbose"])
         // The server's own part: when each track left Icecast, from a listener straight to it.
         let raw = RawListener(url: rig.info.stream_url, user: rig.info.user, password: rig.info.password, ogg: true)
         defer { raw.stop() }
-        let rec = try Recorder(rig: rig, sound: sound)
-        recorder = rec
-        let tones = rig.info.tracks.map(\.freq)
-        // No `groove-bridge status` in this test: Foundation's Process.waitUntilExit has missed
-        // such a child's exit here (a zombie, the test hung); the figures come from the log.
-        XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 15), "the recorder heard no tone")
-        let titles = try TitleSignals(busAddress: rig.info.bus_address)
-        defer { titles.stop() }
-        let events = TimedEvents()
-        let stream = MopidyEventStream(url: rig.info.mopidy_ws_url, delegate: events)
-        stream.start()
-        defer { stream.stop() }
+        // The figures come from the log: no `groove-bridge status` children while the music is measured.
+        let (rec, tones, titles, events) = try listen(toneTimeout: 15)
         XCTAssertTrue(waitUntil(5) { events.connected }, "no Mopidy events")
 
         // The house changes track every 10 s, from 2.5 s after each phase's plan; the phases follow

@@ -1,5 +1,4 @@
 import Foundation
-import MPRIS
 import XCTest
 
 /// `groove-bridge status` shows the cushion against stalls (#24 item 2): the bridge plays through
@@ -7,12 +6,8 @@ import XCTest
 /// dropped in the music (the rig's tones have no digital silence): only before a track change.
 final class CushionStatusTests: DaemonTestCase {
     func testStatusShowsTheCushionAStallGrows() throws {
-        stopDaemon()
-        XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
         let name = "cushion-status"
-        let link = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
-        defer { _ = try? rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) }
-        try startDaemon(["--stream-url", try XCTUnwrap(link["stream_url"] as? String)])
+        try startDaemonOnLink(name)
         func number(_ o: [String: Any], _ key: String) -> Int? { o[key] as? Int }
         var clean: [String: Any] = [:]
         XCTAssertTrue(waitUntil(15) {

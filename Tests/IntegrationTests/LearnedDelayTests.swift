@@ -81,16 +81,7 @@ extension DaemonTestCase {
         XCTAssertTrue(waitUntil(30) { reconnects() > before && status().contains("\"stream\":\"playing\"") },
                       "the bridge did not rejoin the restarted encoder's stream: \(status())")
         XCTAssertEqual(statusObject()["server_delay_ms"] as? Int, 400, "not the default to start from")
-        let rec = try Recorder(rig: rig, sound: sound)
-        recorder = rec
-        let tones = rig.info.tracks.map(\.freq)
-        XCTAssertNotNil(rec.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "the recorder heard no tone")
-        let titles = try TitleSignals(busAddress: rig.info.bus_address)
-        defer { titles.stop() }
-        let events = TimedEvents()
-        let stream = MopidyEventStream(url: rig.info.mopidy_ws_url, delegate: events)
-        stream.start()
-        defer { stream.stop() }
+        let (rec, tones, titles, events) = try listen(toneTimeout: 8)
         XCTAssertTrue(waitUntil(5) { learnedFrom() != nil }, "no server_delay_learned_from in \(status())")
 
         /// The stream's own part of the heard delay (the sound output's, less the server's).
