@@ -8,9 +8,11 @@ import Support
 ///
 /// It grows at once when the link shows it needs more: an arrival gap beyond the sound server's
 /// buffer and beyond the link's own rhythm (a stall: the next one of that size is ridden out by a
-/// backlog of the gap), or an underrun (what the output lacked, on top of the backlog it had). Growing adds
-/// no delay by itself: the backlog a stall leaves is simply not dropped, so the next stall plays
-/// from it. After `cleanMs` with no such sign it goes back to 0, and the backlog is dropped where
+/// backlog of the gap), or an underrun (what the output lacked, on top of the backlog it had).
+/// The backlog a stall that ran the sound out leaves is not dropped, so the next stall plays from
+/// it (`OutputCushion.rebufferMs` holds the music until there is enough); a stall ridden out
+/// leaves none, and the next track change the server announces starts that much later
+/// (`ChangePad`). After `cleanMs` with no such sign it goes back to 0, and the backlog is dropped where
 /// the music allows. Never above `capMs`.
 struct CushionTarget: Equatable {
     /// The most kept: a stall longer than this is not ridden out vs. how far behind the house
@@ -20,6 +22,9 @@ struct CushionTarget: Equatable {
     let cleanMs: Int
     /// An arrival gap up to this is ridden out by the sound server's buffer alone.
     let bufferMs: Int
+    /// A gap longer than the link's usual longest by more than this is a stall
+    /// (`StreamTuning.cushionStallSlackMs`).
+    let slackMs: Int
     private(set) var targetMs = 0
     /// When the link last showed it needs the cushion, monotonic ms.
     private(set) var neededAtMs: Int? = nil
@@ -31,23 +36,24 @@ struct CushionTarget: Equatable {
     private(set) var lastGapMs = 0
 
     init(capMs: Int = StreamTuning.cushionCapMs, cleanMs: Int = StreamTuning.cushionCleanMs,
-         bufferMs: Int = StreamTuning.sinkBufferMs) {
+         bufferMs: Int = StreamTuning.sinkBufferMs, slackMs: Int = StreamTuning.cushionStallSlackMs) {
         self.capMs = max(0, capMs)
+        self.slackMs = max(0, slackMs)
         self.cleanMs = max(0, cleanMs)
         self.bufferMs = max(0, bufferMs)
         usualGapMs = Self.unknownRhythm(bufferMs: self.bufferMs)
     }
 
     /// Bytes of a decoded frame arrived at `arrivalMs` (the same for every frame of one read):
-    /// a gap before them beyond the buffer, and beyond the link's usual longest gap by half the
-    /// buffer, is a stall.
+    /// a gap before them beyond the buffer, and beyond the link's usual longest gap by `slackMs`,
+    /// is a stall.
     mutating func arrived(atMs arrivalMs: Int) {
         defer { lastArrivalMs = max(lastArrivalMs ?? arrivalMs, arrivalMs) }
         guard let last = lastArrivalMs else { return }
         let gap = arrivalMs.subtracting(saturating: last)
         guard gap > 0 else { return }
         lastGapMs = gap
-        if gap > bufferMs && Double(gap) > usualGapMs + Double(bufferMs / 2) { need(gap, atMs: arrivalMs) }
+        if gap > bufferMs && Double(gap) > usualGapMs + Double(slackMs) { need(gap, atMs: arrivalMs) }
         // Every gap counts in the rhythm: one that changes for good (another stream, the server's
         // encoder) is learned at once, and a stall fades within the reads before the next.
         usualGapMs = max(Double(gap), usualGapMs * exp(-Double(gap) / Self.usualFadeMs))

@@ -7,6 +7,8 @@ struct OutputCushion {
     private(set) var policy = CushionPolicy()
     /// The way back towards live at a track change the server announced.
     private(set) var change = ChangeCut()
+    /// The cushion grown at a track change the server announced.
+    private(set) var pad = ChangePad()
     private(set) var target: CushionTarget
     /// The target last said in the log.
     private var toldTargetMs: Int
@@ -43,6 +45,7 @@ struct OutputCushion {
         policy.extraMs = target.currentMs(nowMs: nowMs)
         let frameMs = f.format.milliseconds(frames: f.samples)
         change.announced(changes)
+        pad.announced(changes)
         if policy.drop(frameMs: frameMs, waitedMs: nowMs.subtracting(saturating: arrivalMs), silent: CushionPolicy.isSilent(f), nowMs: nowMs) {
             droppedSinceMeasure = true
             return true
@@ -58,6 +61,27 @@ struct OutputCushion {
         if wasCutting && change.cut == nil { policy.restartWindow() }
         if dropped { droppedSinceMeasure = true }
         return dropped
+    }
+
+    /// A frame about to be played (not dropped, `drop`): silence before it and how much of it is
+    /// muted, where a change the server announced lets the cushion grow (`ChangePad`).
+    mutating func padding(_ f: DecodedFrame, onTimeMs: Int?, stats: StreamStats) -> ChangePad.Treatment {
+        let t = pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: padMs(), leastMs: policy.marginMs / 2)
+        if t.silenceMs > 0 {
+            Log.info("stream: \(t.silenceMs) ms of silence at the track change, so that the next stall is ridden out (a cushion of "
+                     + "\(target.targetMs) ms); heard delay \(delayBeforeDropMs) ms")
+            stats.grewAtChange(ms: t.silenceMs)
+        }
+        return t
+    }
+
+    /// How much more the listener should be behind than the last measure of the heard delay
+    /// says: the target above the connection's least delay, as after a stall that ran the sound
+    /// out (`rebufferMs`); at most the cap, nil without a measure to go by.
+    func padMs() -> Int? {
+        guard let least = leastDelayMs, delayBeforeDropMs > 0 else { return nil }
+        let wanted = least.adding(saturating: policy.extraMs)
+        return min(target.capMs, wanted.subtracting(saturating: delayBeforeDropMs))
     }
 
     /// How much a cut at a change takes, given the input's backlog above the target

@@ -31,8 +31,8 @@ final class StreamOutput: BurstWatcher {
     var cushion: OutputCushion
     /// The changes the server announced, for the cushion's cut before each.
     private var changes: ComingChanges { stats.comingChanges }
-    private let converter = PCMConverter()
-    private var pcm: [UInt8] = []
+    let converter = PCMConverter()
+    var pcm: [UInt8] = []
     private var announcedPlaying = false
     private var loggedDelayMs = 0
     /// Paused with the connection kept warm: the sink corked and flushed, the newest
@@ -41,7 +41,7 @@ final class StreamOutput: BurstWatcher {
     /// The connection's pauses this output has followed (`StreamConnection.warmth`).
     private var pausesSeen = 0
     /// The newest `joinKeepMs` written to the sound server, which a pause flushes unheard.
-    private var written: JoinBuffer
+    var written: JoinBuffer
 
     /// `onPlaying`: the first audio of this connection is about to be written. `onOutputLost`:
     /// the sink went away while playing (`OutputLostAction.pause`), already silent.
@@ -97,26 +97,14 @@ final class StreamOutput: BurstWatcher {
                 return !connection.ring.isCancelled
             }
             rebufferAfterAStall(f.format)
-            if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) { return play(f, level: level, on: sink) }
+            let padding = cushion.padding(f, onTimeMs: onTimeMs, stats: stats)
+            if padding.silenceMs > 0 { writeSilence(padding.silenceMs, format: f.format) }
+            if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) {
+                return play(f, level: level, mutedMs: padding.mutedMs, on: sink)
+            }
             // A pause that keeps the connection came meanwhile: this frame is held instead.
             guard !connection.ring.isCancelled, pausedSinceLook else { return false }
         }
-    }
-
-    private func play(_ f: DecodedFrame, level: Double, on sink: PulseSink) -> Bool {
-        let bytes = f.samples * f.format.sinkBytesPerFrame
-        let ms = f.format.milliseconds(frames: f.samples)
-        if let memory = sink.reserve(bytes) {
-            converter.convert(f, volume: level, into: memory)
-            written.add(Array(UnsafeRawBufferPointer(memory)), format: f.format, ms: ms)
-            sink.filled(bytes)
-        } else {
-            // A frame larger than libpulse's memory block: through a copy.
-            converter.convert(f, volume: level, into: &pcm)
-            written.add(pcm, format: f.format, ms: ms)
-            pcm.withUnsafeBytes { sink.write(copyOf: $0) }
-        }
-        return played(bytes, format: f.format, sink: sink)
     }
 
     /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
@@ -243,7 +231,7 @@ final class StreamOutput: BurstWatcher {
     }
 
     /// `bytes` of `format` went to the sink: counts them and updates the delay.
-    private func played(_ bytes: Int, format: AudioFormat, sink: PulseSink) -> Bool {
+    func played(_ bytes: Int, format: AudioFormat, sink: PulseSink) -> Bool {
         if let failure = sink.failure {
             self.sink = nil
             return failed(failure)

@@ -29,6 +29,14 @@ final class StreamStats: Sendable {
         }
     }
 
+    /// Silence put before a track change to grow the cushion against stalls (`ChangePad`).
+    func grewAtChange(ms: Int) {
+        figures.withLock {
+            $0.grownAtChangesMs = $0.grownAtChangesMs.adding(saturating: ms)
+            $0.growthsAtChanges += 1
+        }
+    }
+
     func input(backlogMs: Int) { figures.withLock { $0.inputBacklogMs = backlogMs } }
 
     /// The cushion learned from the link (`CushionTarget`), carried from one connection's output

@@ -111,6 +111,12 @@ enum StreamTuning {
     /// stalls up to about this long are heard once, not every time vs. how far behind the house
     /// a bad link leaves this computer.
     static let cushionCapMs = 2000
+    /// Bytes later than the link's usual longest gap between reads by more than this (and later
+    /// than the sound server's buffer) are a stall (`CushionTarget`), and the cushion grows at
+    /// the next track change (`ChangePad`): a stall that the sound server's buffer rode out is
+    /// seen, so that the next one, a page later, is ridden out too vs. a page a busy server sent
+    /// late taken for a stall (the next track then starts a cushion later, for 30 s).
+    static let cushionStallSlackMs = 150
     /// A cut before a track change (`ChangeCut`) ends this far past the change's on-time moment:
     /// the new track may start this much into it (and its title come as much before it) vs. the
     /// error of that moment (the server's delay learned from the music: −115…+179 ms on the

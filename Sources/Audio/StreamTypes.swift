@@ -58,6 +58,10 @@ public struct StreamFigures: Sendable, Equatable {
     /// (`CushionPolicy`), ms in all, and in how many runs.
     public var droppedForLiveMs = 0
     public var dropsForLive = 0
+    /// Silence put before track changes to grow the cushion against stalls after one the link
+    /// rode out (`ChangePad`), ms in all, and at how many changes.
+    public var grownAtChangesMs = 0
+    public var growthsAtChanges = 0
     /// How long even the least waiting of the last 2 s of decoded frames waited in the input:
     /// audio held beyond live (what a stall's burst left), which the way back drops in silence.
     public var inputBacklogMs = 0

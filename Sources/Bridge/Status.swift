@@ -42,11 +42,13 @@ extension Bridge {
             if let until = stream.keptWarmUntilMs { o["stream_kept_warm_until"] = .string(wallClock(ofMonotonicMs: until)) }
             o["stream_buffer_ms"] = .number(Double(f.bufferedMs))
             // The cushion against stalls (#24): kept on purpose, waiting in the input, dropped to
-            // come back towards live (whole frames, in digital silence or at a track change).
+            // come back towards live (whole frames, in digital silence or at a track change),
+            // grown by silence before a track change.
             o["cushion_target_ms"] = .number(Double(f.cushionTargetMs))
             o["cushion_backlog_ms"] = .number(Double(f.inputBacklogMs))
             o["cushion_dropped_ms"] = .number(Double(f.droppedForLiveMs))
             o["cushion_drops"] = .number(Double(f.dropsForLive))
+            o["cushion_grown_ms"] = .number(Double(f.grownAtChangesMs))
             o["heard_delay_ms"] = .number(Double(heardDelayMs))
             if s.config.heardSync {
                 o["server_delay_ms"] = .number(Double(s.serverDelayMs))

@@ -68,6 +68,19 @@ final class CushionTargetTests: XCTestCase {
         XCTAssertEqual(t.currentMs(nowMs: now + 29_999), 1648)
     }
 
+    /// Pages every 420 ms (the rig's): a page held 200 ms by a stall (bytes 620 ms after the last)
+    /// is seen, though the sound server rides it out, so that the cushion is made up before a
+    /// stall that holds one longer; a page late by the slack or less is the link's jitter.
+    func testAStallTheBufferRidesOutIsSeen() {
+        var t = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600, slackMs: 150)
+        clean(&t, fromMs: 0, toMs: 10_080, everyMs: 420)
+        t.arrived(atMs: 9_660 + 560)  // 140 ms late
+        XCTAssertEqual(t.currentMs(nowMs: 10_220), 0, "jitter")
+        clean(&t, fromMs: 10_220 + 420, toMs: 30_000, everyMs: 420)
+        t.arrived(atMs: 29_960 + 620)
+        XCTAssertEqual(t.currentMs(nowMs: 30_580), 620)
+    }
+
     func testItNeverGrowsBeyondTheCapAndOnlyEverGrowsWhileNeeded() {
         var t = CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600)
         clean(&t, fromMs: 0, toMs: 10_000, everyMs: 100)  // the link's rhythm: reads 100 ms apart

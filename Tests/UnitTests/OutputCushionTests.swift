@@ -97,17 +97,19 @@ extension OutputCushionTests {
 }
 
 extension OutputCushionTests {
-    /// A frame whose wait was short, decoded at `nowMs` (not a busy machine's).
+    /// A connection whose pages came every 420 ms up to 1 s, measured then: 560 ms of heard
+    /// delay, 300 ms in the sound server (figures of a rig run).
+    func cleanLink(_ stats: StreamStats) -> OutputCushion {
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        for ms in stride(from: -20_000, through: 1000, by: 420) { c.arrived(atMs: ms) }
+        stats.output(bufferedMs: 300, delayMs: 560, atMs: 1000)
+        c.measured(delayMs: 560, stats: stats, nowMs: 1000)
+        return c
+    }
+
+    /// A frame whose bytes waited `waitedMs`, decoded at `nowMs`.
     func decodeTone(_ c: inout OutputCushion, waitedMs: Int, nowMs: Int) {
-        let format = AudioFormat(sampleRate: 1000, channels: 1, bitsPerSample: 16)
-        let plane = [Int32](repeating: 4000, count: 100)
-        plane.withUnsafeBufferPointer { l in
-            let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
-            planes.withUnsafeBufferPointer { p in
-                let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
-                _ = c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: nil, changes: [], nowMs: nowMs)
-            }
-        }
+        _ = playTone(&c, onTimeMs: nil, waitedMs: waitedMs, nowMs: nowMs)
     }
 
     /// The first frame after a stall of the link that ran the output dry is held until the
@@ -116,10 +118,7 @@ extension OutputCushionTests {
     /// the output dry for 810 ms): the next such stall is ridden out. Once per underrun.
     func testTheFirstFrameAfterAStallIsHeldForTheCushion() {
         let stats = StreamStats()
-        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
-        for ms in stride(from: -20_000, through: 1000, by: 420) { c.arrived(atMs: ms) }
-        stats.output(bufferedMs: 300, delayMs: 560, atMs: 1000)
-        c.measured(delayMs: 560, stats: stats, nowMs: 1000)
+        var c = cleanLink(stats)
         let before = measure(atMs: 1000, bufferedMs: 300, backlogMs: 0)
         XCTAssertEqual(c.rebufferMs(since: before, nowMs: 1200), 0, "not dry yet")
         c.arrived(atMs: 1000 + 1549)
@@ -142,5 +141,64 @@ extension OutputCushionTests {
         var last = measure(atMs: 1000, bufferedMs: 300, backlogMs: 0)
         last.localDelayMs = 560
         XCTAssertEqual(c.rebufferMs(since: last, nowMs: 2110), 0)
+    }
+}
+
+extension OutputCushionTests {
+    /// A frame of a tone, 100 ms at 1 kHz, whose audio would have arrived at `onTimeMs` and whose
+    /// bytes waited `waitedMs`, through `drop` (with the changes announced since the last) and,
+    /// when not dropped, `padding`: nil when dropped.
+    func playTone(_ c: inout OutputCushion, onTimeMs: Int?, waitedMs: Int = 1, changes: [Int] = [], nowMs: Int,
+                  stats: StreamStats = StreamStats()) -> ChangePad.Treatment? {
+        let format = AudioFormat(sampleRate: 1000, channels: 1, bitsPerSample: 16)
+        let plane = [Int32](repeating: 4000, count: 100)
+        return plane.withUnsafeBufferPointer { l in
+            let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
+            return planes.withUnsafeBufferPointer { p in
+                let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
+                if c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: onTimeMs, changes: changes, nowMs: nowMs) { return nil }
+                return c.padding(f, onTimeMs: onTimeMs, stats: stats)
+            }
+        }
+    }
+
+    /// A stall the link rode out (bytes 900 ms after the last, pages every 420 ms, no underrun)
+    /// grows the target, and the next change the server announced makes it up: the listener goes
+    /// the target behind the connection's least delay, with silence before the change. Once
+    /// there, the next change adds nothing; on a clean link, none does.
+    func testARiddenOutStallIsMadeUpAtTheNextChange() {
+        let stats = StreamStats()
+        var c = cleanLink(stats)
+        XCTAssertEqual(playTone(&c, onTimeMs: 500, changes: [3_000], nowMs: 1000), ChangePad.Treatment())
+        XCTAssertLessThanOrEqual(c.padMs() ?? 0, 0, "a clean link wants nothing more")
+        var t = 600
+        while t < 5_000 {
+            XCTAssertEqual(playTone(&c, onTimeMs: t, nowMs: 1000 + t), ChangePad.Treatment(), "a clean link: no pad at \(t)")
+            t += 100
+        }
+        for ms in stride(from: 1420, through: 6000, by: 420) { c.arrived(atMs: ms) }
+        c.arrived(atMs: 5620 + 900)
+        XCTAssertEqual(c.target.targetMs, 900)
+        stats.output(bufferedMs: 300, delayMs: 560, atMs: 7_000)
+        c.measured(delayMs: 560, stats: stats, nowMs: 7_000)
+        var treated: [Int: ChangePad.Treatment] = [:]
+        while t < 12_000 {
+            if let r = playTone(&c, onTimeMs: t, changes: t == 5_000 ? [10_000] : [], nowMs: 2_000 + t, stats: stats), r != ChangePad.Treatment() { treated[t] = r }
+            t += 100
+        }
+        XCTAssertEqual(treated[9_800], ChangePad.Treatment(silenceMs: 900, mutedMs: 100), "the target behind the least, before the window")
+        XCTAssertEqual(treated.keys.sorted(), [9_800, 9_900, 10_000, 10_100])
+        XCTAssertEqual(stats.snapshot.grownAtChangesMs, 900, "told in the figures")
+        XCTAssertEqual(stats.snapshot.growthsAtChanges, 1)
+        XCTAssertEqual(treated[10_100]?.mutedMs, 50, "muted to the window's end")
+        stats.output(bufferedMs: 1200, delayMs: 1460, atMs: 14_000)
+        c.measured(delayMs: 1460, stats: stats, nowMs: 14_000)
+        XCTAssertEqual(c.padMs(), 0, "made up")
+        treated = [:]
+        while t < 20_000 {
+            if let r = playTone(&c, onTimeMs: t, changes: t == 12_000 ? [15_000] : [], nowMs: 2_000 + t, stats: stats), r.silenceMs > 0 { treated[t] = r }
+            t += 100
+        }
+        XCTAssertEqual(treated, [:], "nothing more once made up")
     }
 }
