@@ -25,8 +25,9 @@ What is measured, from the recordings (mono s16, 44.1 kHz; the rig's tracks are 
   - CPU: user+sys of all the player's threads (schedstat), from its start to the end of the tail;
   - Play after a pause of --pause-seconds: from the Play command (dbus-send for the bridge, mpv's
     JSON IPC) to the first sample above 1000 on that player's monitor.
-A gap counts in the phase of the stall it follows (it began while that stall lasted or within 3 s
-of its end), else in the phase in force when it was heard; a discontinuity in the phase in force
+A gap counts in the phase of the stall it follows (it began while that stall lasted or within 0.5 s
+of its end: a player runs dry only while the link holds its data, and the last it had is heard
+within its output's latency), else in the phase in force when it was heard; a discontinuity in the phase in force
 when it was heard. Gaps and discontinuities are also placed on the server's clock (minus the lag
 of the last change heard before them) and matched, within 0.8 s, with those of the direct listener:
 those the server's own stream holds are not a player's doing (a loaded encoder glitches for every
@@ -57,6 +58,8 @@ CLICK_RMS = 8.0              # residual rms (LSB) above which a tone block holds
 # it in another: whether the server's stream holds a player's discontinuity is asked at this level.
 WEAK_CLICK_RMS = 3.0
 
+# A gap that begins this long after a stall ended is not that stall's: the player had the data.
+STALL_HEARD_S = 0.5
 TAIL = 10.0                  # s of clean link after the phases, without changes: the last ones are heard
 PHASES = [("clean", {}), ("500 ms stall every 5 s", {"stall_ms": 500, "every_s": 5}),
           ("1500 ms stall every 7.5 s", {"stall_ms": 1500, "every_s": 7.5}), ("clean again", {})]
@@ -569,11 +572,11 @@ def ms(v):
 
 
 def stall_of(fig, t):
-    """The stall a gap heard at t follows (it began at most 3 s after that stall ended): (phase,
-    its number in the phase from 1), or None."""
+    """The stall a gap heard at t follows (it began at most STALL_HEARD_S after that stall ended):
+    (phase, its number in the phase from 1), or None."""
     best = None
     for st in fig["stalls"]:
-        if st["from"] <= t <= st["until"] + 3.0:
+        if st["from"] <= t <= st["until"] + STALL_HEARD_S:
             best = st
     if best is None:
         return None
