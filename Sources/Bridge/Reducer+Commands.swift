@@ -34,7 +34,9 @@ extension BridgeState {
             }
             if serverControl { call(.stop, &fx) }
         case .next, .previous:
-            userAsks(m)
+            // Mopidy moves a stopped house's track without starting it: no start to await, which
+            // a change from elsewhere soon after would be taken for (published before it is heard).
+            if houseStateNewest != .stopped { userAsks(m) }
             call(c == .next ? .next : .previous, &fx)
         case .setPosition(let us):
             // The track id was checked against the track heard here; while the server's next

@@ -29,7 +29,10 @@ extension BridgeState {
                 held.removeAll()
                 lastDueMs = 0
             }
-            if lastDueMs <= now { return apply(e, m, &fx) }
+            if lastDueMs <= now {
+                if userAsked { fx.append(.log(.debug, "heard-now: \(e.name) at once, as asked here (\(userAskedStarts) more starts awaited)")) }
+                return apply(e, m, &fx)
+            }
         }
         let due = max(now.adding(saturating: delay), lastDueMs)
         lastDueMs = due

@@ -335,6 +335,30 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// Found by a random walk: Next here while the house is stopped moves Mopidy's track without
+    /// starting it, so it awaits no start. Play soon after is answered by its own start, shown at
+    /// once; a change from elsewhere right after it is held until heard, not taken for Next's.
+    func testNextWhileTheHouseIsStoppedAwaitsNoStart() {
+        var r = Rig()
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.advance(toMs: 10_000 + 1400)
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
+        XCTAssertEqual(r.state.published.playbackStatus, .stopped)
+        r.feed(.command(.next))
+        r.feed(.reply(.done(.next)))
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.two, state: .stopped, positionMs: 0, volume: 50))
+        r.advance(toMs: 12_000)
+        r.feed(.command(.play))
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .playing)))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.state.published.playbackStatus, .playing, "Play's own start, at once")
+        r.advance(toMs: 12_500)
+        r.feed(.event(.trackPlaybackStarted(Self.three)))
+        XCTAssertEqual(r.title, "Two", "a change from elsewhere published before it is heard")
+        r.advance(toMs: 12_500 + 1400)
+        XCTAssertEqual(r.title, "Three")
+    }
+
     /// The same answered during a fetch that began before it: the fetch may predate the move,
     /// so it is made again.
     /// Next here while the house's stop from elsewhere is still held back (the music plays on
