@@ -125,7 +125,11 @@ final class WalkWorld {
                 lastJumpAskedUs = now
                 if (try? rig.rpc("core.playback.get_state")) as? String != "playing" { houseTrackUnknown = true }
             }
-            if ["play", "resume"].contains(m) { houseTrackUnknown = false }
+            // Play starts a stopped house and its start tells the track; Mopidy's resume acts on a
+            // paused house only (on a stopped one it does nothing, and nothing is told).
+            if m == "play" || (m == "resume" && (try? rig.rpc("core.playback.get_state")) as? String == "paused") {
+                houseTrackUnknown = false
+            }
             _ = try? rig.rpc("core.playback.\(m)")
         case .houseSeek(let ms):
             lastJumpAskedUs = now
