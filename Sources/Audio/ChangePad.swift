@@ -45,6 +45,13 @@ struct ChangePad {
         var mutedMs = 0
     }
 
+    /// How much of a frame of `frameMs` from `onTimeMs` lies within the window being silenced,
+    /// without moving on (a frame held while paused).
+    func mutedMs(onTimeMs: Int?, frameMs: Int) -> Int {
+        guard let w = window, let start = onTimeMs, frameMs > 0 else { return 0 }
+        return max(0, min(start.adding(saturating: frameMs), w.toMs).subtracting(saturating: start))
+    }
+
     /// A decoded frame of `frameMs` whose audio would have arrived at `onTimeMs` had every page
     /// come on time (nil: not known yet), with `wantMs` more cushion wanted than is held (nil:
     /// not known; `OutputCushion.padMs`): how it is played. A window begins with the first frame

@@ -65,15 +65,19 @@ struct OutputCushion {
 
     /// A frame about to be played (not dropped, `drop`): silence before it and how much of it is
     /// muted, where a change the server announced lets the cushion grow (`ChangePad`).
-    mutating func padding(_ f: DecodedFrame, onTimeMs: Int?, stats: StreamStats) -> ChangePad.Treatment {
-        let t = pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: padMs(), leastMs: policy.marginMs / 2)
-        if t.silenceMs > 0 {
-            Log.info("stream: \(t.silenceMs) ms of silence at the track change, so that the next stall is ridden out (a cushion of "
-                     + "\(target.targetMs) ms); heard delay \(delayBeforeDropMs) ms")
-            stats.grewAtChange(ms: t.silenceMs)
-        }
-        return t
+    mutating func padding(_ f: DecodedFrame, onTimeMs: Int?) -> ChangePad.Treatment {
+        pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: padMs(), leastMs: policy.marginMs / 2)
     }
+
+    /// The silence `padding` asked for was written, from a heard delay of `beforeMs`.
+    func grew(_ ms: Int, beforeMs: Int, stats: StreamStats) {
+        Log.info("stream: \(ms) ms of silence at the track change, so that the next stall is ridden out (a cushion of "
+                 + "\(target.targetMs) ms); heard delay \(beforeMs) → \(delayBeforeDropMs) ms")
+        stats.grewAtChange(ms: ms)
+    }
+
+    /// The last measure of the heard delay.
+    var lastDelayMs: Int { delayBeforeDropMs }
 
     /// How much more the listener should be behind than the last measure of the heard delay
     /// says: the target above the connection's least delay, as after a stall that ran the sound

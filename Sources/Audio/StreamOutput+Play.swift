@@ -21,6 +21,16 @@ extension StreamOutput {
         return played(bytes, format: f.format, sink: sink)
     }
 
+    /// A frame held while paused (kept warm) mutes what lies within the window being silenced
+    /// around a change (`ChangePad`): what was written of it is, and it is heard with it on Play.
+    func muteHeld(_ pcm: inout [UInt8], _ f: DecodedFrame, onTimeMs: Int?) {
+        let ms = f.format.milliseconds(frames: f.samples)
+        let mutedMs = cushion.pad.mutedMs(onTimeMs: onTimeMs, frameMs: ms)
+        guard mutedMs > 0 else { return }
+        let muted = min(pcm.count, mutedMs >= ms ? pcm.count : f.format.sinkBytes(milliseconds: mutedMs))
+        pcm.replaceSubrange(0..<muted, with: repeatElement(0, count: muted))
+    }
+
     /// The link stalled beyond what was here, and the frame about to be played is the first
     /// after it (`OutputCushion.rebufferMs`): silence goes first, so that the music goes on the
     /// cushion's target behind the connection's least delay. The stall is heard once, that much
@@ -35,12 +45,14 @@ extension StreamOutput {
                  + "a cushion of \(cushion.target.targetMs) ms against the next stall")
     }
 
-    /// `ms` of silence to the sink, committed, and the heard delay measured with it; false when
-    /// the connection was cancelled or paused, or the sound output failed, on the way.
+    /// `ms` of silence to the sink (at most the cushion's cap), the heard delay measured with
+    /// each piece: titles held for it move as it is written, and the time spent waiting for room
+    /// is no underrun. False when the connection was cancelled or paused, or the sound output
+    /// failed, on the way.
     @discardableResult
     func writeSilence(_ ms: Int, format: AudioFormat) -> Bool {
         guard ms > 0, format.sinkBytesPerFrame > 0 else { return true }
-        var left = format.sinkBytes(milliseconds: ms)
+        var left = format.sinkBytes(milliseconds: min(ms, StreamTuning.cushionCapMs))
         while left > 0 {
             guard let sink = waitForRoom(min(left, format.sinkBytes(milliseconds: StreamTuning.pieceMs)), format: format) else { return false }
             let n = min(left, sink.writable) / format.sinkBytesPerFrame * format.sinkBytesPerFrame
@@ -52,8 +64,9 @@ extension StreamOutput {
                 [UInt8](repeating: 0, count: n).withUnsafeBytes { sink.write(copyOf: $0) }
             }
             left -= n
+            sink.commit()
+            updateDelay(sink)
         }
-        if let sink { sink.commit(); updateDelay(sink) }
         return true
     }
 }

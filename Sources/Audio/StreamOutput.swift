@@ -86,6 +86,7 @@ final class StreamOutput: BurstWatcher {
         while true {
             if followWarmth() || joining {
                 converter.convert(f, volume: level, into: &pcm)
+                muteHeld(&pcm, f, onTimeMs: onTimeMs)
                 join.add(pcm, format: f.format, ms: f.format.milliseconds(frames: f.samples))
                 if !warm && join.isOverdue(nowMs: monotonicMs()) { endJoin() }
                 return !connection.ring.isCancelled
@@ -97,8 +98,8 @@ final class StreamOutput: BurstWatcher {
                 return !connection.ring.isCancelled
             }
             rebufferAfterAStall(f.format)
-            let padding = cushion.padding(f, onTimeMs: onTimeMs, stats: stats)
-            if padding.silenceMs > 0 { writeSilence(padding.silenceMs, format: f.format) }
+            let padding = cushion.padding(f, onTimeMs: onTimeMs), before = cushion.lastDelayMs
+            if padding.silenceMs > 0, writeSilence(padding.silenceMs, format: f.format) { cushion.grew(padding.silenceMs, beforeMs: before, stats: stats) }
             if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) {
                 return play(f, level: level, mutedMs: padding.mutedMs, on: sink)
             }

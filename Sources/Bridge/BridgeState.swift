@@ -78,6 +78,8 @@ public struct BridgeState: Sendable {
     /// in the same window was asked for elsewhere).
     var userAskedAtMs: Int? = nil
     var userAskedStarts = 0
+    /// When Stop last went to the house through the bridge (until a Play here).
+    var stopAskedAtMs: Int? = nil
     /// What the stream was last told of the house's silence (`followHouseSilence`).
     var houseSilence = HouseSilence.none
     /// Held changes wait by the estimate of the stream's delay: when to look for its measure.

@@ -20,6 +20,7 @@ extension BridgeState {
             if server.connected && house != .playing {
                 // The house starting again because of this Play is shown at once, like Next.
                 userAsks(m)
+                stopAskedAtMs = nil
                 call(house == .paused ? .resume : .play, &fx)
             }
         case .pause:
@@ -32,11 +33,16 @@ extension BridgeState {
                 local.stopPressed = true
                 fx.append(.stream(.stop))
             }
-            if serverControl { call(.stop, &fx) }
+            if serverControl {
+                call(.stop, &fx)
+                // Nothing asked here before it starts the house any more.
+                stopAskedAtMs = m.nowMs
+                userAskedStarts = 0
+            }
         case .next, .previous:
             // Mopidy moves a stopped house's track without starting it: no start to await, which
             // a change from elsewhere soon after would be taken for (published before it is heard).
-            if houseStateNewest != .stopped { userAsks(m) }
+            if houseWillPlay(m) { userAsks(m) }
             call(c == .next ? .next : .previous, &fx)
         case .setPosition(let us):
             // The track id was checked against the track heard here; while the server's next
@@ -84,6 +90,15 @@ extension BridgeState {
             userAsks(m)
             call(.activatePlaylist(uri: uri), &fx)
         }
+    }
+
+    /// Whether the house plays, or is about to because of a command here, so that Next or
+    /// Previous starts a track: not stopped as Mopidy last said it, or a Play here still
+    /// awaiting its start; not within the window of a Stop here that Mopidy has not told yet.
+    func houseWillPlay(_ m: Moment) -> Bool {
+        func recent(_ at: Int?) -> Bool { at.map { m.nowMs.subtracting(saturating: $0) < BridgeTuning.userCommandWindowMs } ?? false }
+        if recent(stopAskedAtMs) && houseStateNewest != .stopped { return false }
+        return houseStateNewest != .stopped || (userAskedStarts > 0 && recent(userAskedAtMs))
     }
 
     /// A command here that starts a track: the start it causes is shown at once (`route`).

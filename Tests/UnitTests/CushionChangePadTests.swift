@@ -31,6 +31,22 @@ final class CushionChangePadTests: XCTestCase {
         XCTAssertTrue(p.changes.isEmpty)
     }
 
+    /// A frame held while paused in the window is muted as the window says, without moving on:
+    /// the frames played after the pause close it.
+    func testAFrameHeldInTheWindowIsMutedWithoutMovingOn() {
+        var p = ChangePad(aroundMs: 150)
+        p.announced([10_020])
+        XCTAssertEqual(p.mutedMs(onTimeMs: 9_800, frameMs: 100), 0, "no window yet")
+        XCTAssertEqual(p.treat(onTimeMs: 9_800, frameMs: 100, wantMs: 700, leastMs: 150), ChangePad.Treatment(silenceMs: 700, mutedMs: 100))
+        XCTAssertEqual(p.mutedMs(onTimeMs: 9_900, frameMs: 100), 100)
+        XCTAssertEqual(p.mutedMs(onTimeMs: 10_100, frameMs: 100), 70)
+        XCTAssertEqual(p.mutedMs(onTimeMs: 10_200, frameMs: 100), 0)
+        XCTAssertEqual(p.mutedMs(onTimeMs: nil, frameMs: 100), 0)
+        XCTAssertNotNil(p.window, "a look does not move on")
+        XCTAssertEqual(p.treat(onTimeMs: 10_200, frameMs: 100, wantMs: 700, leastMs: 150), ChangePad.Treatment())
+        XCTAssertNil(p.window)
+    }
+
     func testAFrameThatEndsWithTheWindowClosesIt() {
         var p = ChangePad(aroundMs: 100)
         p.announced([10_000])

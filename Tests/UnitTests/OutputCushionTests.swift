@@ -157,7 +157,9 @@ extension OutputCushionTests {
             return planes.withUnsafeBufferPointer { p in
                 let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
                 if c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: onTimeMs, changes: changes, nowMs: nowMs) { return nil }
-                return c.padding(f, onTimeMs: onTimeMs, stats: stats)
+                let t = c.padding(f, onTimeMs: onTimeMs)
+                if t.silenceMs > 0 { c.grew(t.silenceMs, beforeMs: c.lastDelayMs, stats: stats) }
+                return t
             }
         }
     }

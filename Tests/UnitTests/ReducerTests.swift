@@ -359,6 +359,48 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Three")
     }
 
+    /// Play here starting the stopped house, then Next here before Mopidy said it plays: both
+    /// starts are the commands' own, shown at once.
+    func testPlayThenNextOnAStoppedHouseAreBothShownAtOnce() {
+        var r = Rig()
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.advance(toMs: 10_000 + 1400)
+        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
+        r.advance(toMs: 12_000)
+        r.feed(.command(.play))
+        r.feed(.command(.next))
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .playing)))
+        r.feed(.event(.trackPlaybackStarted(Self.one)))
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 12_300)
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.title, "Two", "Next's own start, at once")
+    }
+
+    /// Stop here (the house's too, with `control = server`), then Next before Mopidy said it
+    /// stopped: Mopidy moves the stopped house's track without a start, so none is awaited, and
+    /// a start from elsewhere soon after is held until heard.
+    func testNextAfterAStopHereAwaitsNoStart() {
+        var c = Rig.config
+        c.control = .server
+        var r = Rig(config: c)
+        r.feed(.command(.next))
+        r.feed(.event(.trackPlaybackStarted(Self.two)))
+        XCTAssertEqual(r.title, "Two")
+        r.advance(toMs: 10_500)
+        r.feed(.command(.stop))
+        r.feed(.command(.next))
+        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+        r.advance(toMs: 11_000)
+        r.feed(.command(.play))
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .playing)))
+        r.feed(.event(.trackPlaybackStarted(Self.three)))
+        XCTAssertEqual(r.title, "Three", "Play's own start, at once")
+        r.advance(toMs: 11_300)
+        r.feed(.event(.trackPlaybackStarted(Self.one)))
+        XCTAssertEqual(r.title, "Three", "a start from elsewhere published before it is heard")
+    }
+
     /// The same answered during a fetch that began before it: the fetch may predate the move,
     /// so it is made again.
     /// Next here while the house's stop from elsewhere is still held back (the music plays on
