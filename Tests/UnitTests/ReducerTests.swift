@@ -55,6 +55,13 @@ final class ReducerTests: XCTestCase {
 
         var moment: Moment { Moment(nowUs: Int64(nowMs) * 1000, streamDelayMs: streamDelayMs, streamStarvedMs: streamStarvedMs) }
 
+        /// The house stopped from elsewhere, heard here, and fetched: stopped on One.
+        mutating func stopHouseHeard() {
+            feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
+            advance(toMs: nowMs + 1400)
+            sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: ReducerTests.one, state: .stopped, positionMs: 0, volume: 50))
+        }
+
         /// Reduces `input` now and records what came out.
         mutating func feed(_ input: Input) {
             let before = state.published
@@ -340,9 +347,7 @@ final class ReducerTests: XCTestCase {
     /// once; a change from elsewhere right after it is held until heard, not taken for Next's.
     func testNextWhileTheHouseIsStoppedAwaitsNoStart() {
         var r = Rig()
-        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
-        r.advance(toMs: 10_000 + 1400)
-        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
+        r.stopHouseHeard()
         XCTAssertEqual(r.state.published.playbackStatus, .stopped)
         r.feed(.command(.next))
         r.feed(.reply(.done(.next)))
@@ -363,9 +368,7 @@ final class ReducerTests: XCTestCase {
     /// starts are the commands' own, shown at once.
     func testPlayThenNextOnAStoppedHouseAreBothShownAtOnce() {
         var r = Rig()
-        r.feed(.event(.playbackStateChanged(old: .playing, new: .stopped)))
-        r.advance(toMs: 10_000 + 1400)
-        r.sync(Snapshot(rpcURL: "http://127.0.0.1:1/mopidy/rpc", current: Self.one, state: .stopped, positionMs: 0, volume: 50))
+        r.stopHouseHeard()
         r.advance(toMs: 12_000)
         r.feed(.command(.play))
         r.feed(.command(.next))
