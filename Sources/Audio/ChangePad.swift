@@ -61,8 +61,8 @@ struct ChangePad {
         guard let start = onTimeMs, frameMs > 0 else { return Treatment() }
         let end = start.adding(saturating: frameMs)
         if let w = window {
-            if end >= w.toMs { window = nil }
-            return Treatment(mutedMs: max(0, min(end, w.toMs).subtracting(saturating: start)))
+            defer { if end >= w.toMs { window = nil } }
+            return Treatment(mutedMs: mutedMs(onTimeMs: start, frameMs: frameMs))
         }
         // Changes whose window this frame has reached past are let go.
         while let x = changes.first, start > x.subtracting(saturating: aroundMs) { changes.removeFirst() }

@@ -5,7 +5,7 @@ extension StreamOutput {
     func play(_ f: DecodedFrame, level: Double, mutedMs: Int, on sink: PulseSink) -> Bool {
         let bytes = f.samples * f.format.sinkBytesPerFrame
         let ms = f.format.milliseconds(frames: f.samples)
-        let muted = mutedMs <= 0 ? 0 : mutedMs >= ms ? bytes : min(bytes, f.format.sinkBytes(milliseconds: mutedMs))
+        let muted = Self.mutedBytes(mutedMs, of: f)
         if let memory = sink.reserve(bytes) {
             converter.convert(f, volume: level, into: memory)
             UnsafeMutableRawBufferPointer(rebasing: memory[..<muted]).initializeMemory(as: UInt8.self, repeating: 0)
@@ -14,7 +14,7 @@ extension StreamOutput {
         } else {
             // A frame larger than libpulse's memory block: through a copy.
             converter.convert(f, volume: level, into: &pcm)
-            pcm.replaceSubrange(0..<muted, with: repeatElement(0, count: muted))
+            Self.mute(&pcm, bytes: muted)
             written.add(pcm, format: f.format, ms: ms)
             pcm.withUnsafeBytes { sink.write(copyOf: $0) }
         }
@@ -24,11 +24,21 @@ extension StreamOutput {
     /// A frame held while paused (kept warm) mutes what lies within the window being silenced
     /// around a change (`ChangePad`): what was written of it is, and it is heard with it on Play.
     func muteHeld(_ pcm: inout [UInt8], _ f: DecodedFrame, onTimeMs: Int?) {
-        let ms = f.format.milliseconds(frames: f.samples)
-        let mutedMs = cushion.pad.mutedMs(onTimeMs: onTimeMs, frameMs: ms)
-        guard mutedMs > 0 else { return }
-        let muted = min(pcm.count, mutedMs >= ms ? pcm.count : f.format.sinkBytes(milliseconds: mutedMs))
-        pcm.replaceSubrange(0..<muted, with: repeatElement(0, count: muted))
+        let mutedMs = cushion.pad.mutedMs(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples))
+        Self.mute(&pcm, bytes: Self.mutedBytes(mutedMs, of: f))
+    }
+
+    /// The bytes of `f` converted for the sink that its first `mutedMs` take: all of it when
+    /// they cover its length (whole sample frames either way).
+    static func mutedBytes(_ mutedMs: Int, of f: DecodedFrame) -> Int {
+        let bytes = f.samples * f.format.sinkBytesPerFrame
+        guard mutedMs > 0 else { return 0 }
+        return mutedMs >= f.format.milliseconds(frames: f.samples) ? bytes : min(bytes, f.format.sinkBytes(milliseconds: mutedMs))
+    }
+
+    static func mute(_ pcm: inout [UInt8], bytes: Int) {
+        let n = min(max(0, bytes), pcm.count)
+        pcm.replaceSubrange(0..<n, with: repeatElement(0, count: n))
     }
 
     /// The link stalled beyond what was here, and the frame about to be played is the first
@@ -39,8 +49,7 @@ extension StreamOutput {
     /// again. The silence falls within the gap the stall made, never within the music.
     func rebufferAfterAStall(_ format: AudioFormat) {
         let holdMs = cushion.rebufferMs(since: stats.snapshot, nowMs: monotonicMs())
-        guard holdMs > 0, format.sinkBytesPerFrame > 0 else { return }
-        guard writeSilence(holdMs, format: format) else { return }
+        guard holdMs > 0, writeSilence(holdMs, format: format) else { return }
         Log.info("stream: the link stalled beyond what was here: \(holdMs) ms more held before the music goes on, "
                  + "a cushion of \(cushion.target.targetMs) ms against the next stall")
     }
