@@ -66,6 +66,23 @@ final class RigTests: XCTestCase {
         }
     }
 
+    /// Sets the plan of the rig's link `name` and listens through it for 6 s with a plain HTTP
+    /// listener (Tests/Fixtures/arrivals.py, password on stdin): the link as the plan answered,
+    /// when the listener connected and each read (monotonic s, bytes), and the link's log since.
+    private func listenThroughLink(_ rig: Rig, _ name: String, plan: [String: Any])
+        throws -> (link: [String: Any], heard: (start: Double, reads: [(t: Double, bytes: Int)]), events: [[String: Any]]) {
+        let link = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": plan]) as? [String: Any])
+        let url = try XCTUnwrap(link["stream_url"] as? String)
+        let since = try XCTUnwrap(link["since"] as? Double)
+        let fixture = Rig.projectRoot.appendingPathComponent("Tests/Fixtures/arrivals.py").path
+        let run = try runCommand(["python3", fixture, url, "6"], stdin: "listener:\(rig.info.password)\n", timeout: 30)
+        struct Arrivals: Decodable { let status: Int?; let start: Double; let reads: [[Double]] }
+        let heard = try JSONDecoder().decode(Arrivals.self, from: Data(run.out.utf8))
+        XCTAssertEqual(heard.status, 200, "through the link: \(run.err)")
+        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
+        return (link, (heard.start, heard.reads.map { (t: $0[0], bytes: Int($0[1])) }), try XCTUnwrap(log["events"] as? [[String: Any]]))
+    }
+
     /// The impaired link (#24): with a stall plan, nothing Icecast sends reaches the listener for
     /// the stall, and what was held arrives at its end as one burst. Measured by a plain HTTP
     /// listener through the link (Tests/Fixtures/arrivals.py, password on stdin), lined up with the
@@ -75,19 +92,9 @@ final class RigTests: XCTestCase {
     func testLinkStallHoldsTheStreamAndReleasesItAsABurst() throws {
         let rig = try Rig.get()
         let name = "stall-test"
-        let link = try XCTUnwrap(rig.command(["cmd": "link", "name": name,
-                                              "plan": ["stall_ms": 1200, "every_s": 3]]) as? [String: Any])
-        let url = try XCTUnwrap(link["stream_url"] as? String)
-        let since = try XCTUnwrap(link["since"] as? Double)
-        let fixture = Rig.projectRoot.appendingPathComponent("Tests/Fixtures/arrivals.py").path
-        let run = try runCommand(["python3", fixture, url, "6"], stdin: "listener:\(rig.info.password)\n", timeout: 30)
-        struct Arrivals: Decodable { let status: Int?; let start: Double; let reads: [[Double]] }
-        let heard = try JSONDecoder().decode(Arrivals.self, from: Data(run.out.utf8))
-        XCTAssertEqual(heard.status, 200, "through the link: \(run.err)")
-        let reads = heard.reads.map { (t: $0[0], bytes: Int($0[1])) }
+        let (link, heard, events) = try listenThroughLink(rig, name, plan: ["stall_ms": 1200, "every_s": 3])
+        let reads = heard.reads
         let end = try XCTUnwrap(reads.last?.t, "nothing came through the link")
-        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
-        let events = try XCTUnwrap(log["events"] as? [[String: Any]])
         // The first stall wholly within what was heard, as the link scheduled it.
         let stall = try XCTUnwrap(events.first {
             $0["event"] as? String == "stall" && ($0["from"] as? Double ?? 0) > heard.start
@@ -120,6 +127,35 @@ final class RigTests: XCTestCase {
         XCTAssertEqual(((later["events"] as? [[String: Any]])?.first)?["event"] as? String, "plan")
         XCTAssertThrowsError(try rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": -1, "every_s": 3]]),
                              "a negative stall is refused")
+    }
+
+    /// With `on_read`, a stall begins at the first read from Icecast at or after its scheduled
+    /// start, which reaches the listener, and lasts the stall from it: the listener's gap
+    /// between reads is the stall (a clean link's gaps are Icecast's ~0.4 s pages), not the
+    /// stall and the wait for the next page. Margins: 0.3 s for the listener's own scheduling.
+    func testLinkStallOnReadBeginsWithAReadThatPasses() throws {
+        let rig = try Rig.get()
+        let name = "stall-on-read-test"
+        let (_, heard, events) = try listenThroughLink(rig, name, plan: ["stall_ms": 1200, "every_s": 3, "on_read": 1])
+        let reads = heard.reads.filter { $0.bytes > 0 }
+        let end = try XCTUnwrap(reads.last?.t, "nothing came through the link")
+        let stall = try XCTUnwrap(events.first {
+            $0["event"] as? String == "stall" && $0["connection"] != nil && ($0["from"] as? Double ?? 0) > heard.start
+                && ($0["until"] as? Double ?? .infinity) < end
+        }, "no stall of the connection within the capture: \(events)")
+        let from = try XCTUnwrap(stall["from"] as? Double), until = try XCTUnwrap(stall["until"] as? Double)
+        XCTAssertEqual(until - from, 1.2, accuracy: 0.001)
+        XCTAssertFalse(events.contains { $0["event"] as? String == "stall" && $0["connection"] == nil },
+                       "the link's own schedule logged a stall beside the connection's")
+        let passed = try XCTUnwrap(reads.last { $0.t < until }, "nothing came before the stall")
+        XCTAssertGreaterThanOrEqual(passed.t, from - 0.001, "the read the stall began with did not reach the listener")
+        XCTAssertLessThan(passed.t, from + 0.3, "a read reached the listener during the stall")
+        let burst = try XCTUnwrap(reads.first { $0.t >= until }, "nothing after the stall")
+        XCTAssertLessThan(burst.t - passed.t, 1.2 + 0.3, "the listener's gap is the stall and more")
+        print(String(format: "link stall on read %.3f–%.3f s: the read it began with heard at %.3f s, the next at %.3f s",
+                     from - heard.start, until - heard.start, passed.t - heard.start, burst.t - heard.start))
+        XCTAssertThrowsError(try rig.command(["cmd": "link", "name": name, "plan": ["on_read": 1]]), "on_read without stalls is refused")
+        XCTAssertNoThrow(try rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]))
     }
 }
 

@@ -6,6 +6,11 @@ passes as it comes. A plan is an object of optional fields, combined as given ({
                       nothing reaches the listener: what Icecast sends meanwhile is read and held,
                       then written at once when the stall ends (a burst), as a Wi-Fi link delivers
                       what its retries held back
+  on_read             1: each stall begins at the first read from Icecast at or after its scheduled
+                      start, which passes, and lasts `stall_ms` from that read; so the listener's gap
+                      between reads is the stall itself, not the stall and the wait for the page
+                      after it (Icecast sends a page every ~0.4 s). Each connection logs its
+                      own "stall" (with "connection"), and no "flow"
   rate                at most this many bytes a second (a token bucket of 50 ms)
   jitter_ms, seed     each read from Icecast waits a random 0..jitter_ms ms (uniform, from a
                       generator seeded with `seed` and the connection's number) before it is passed
@@ -25,8 +30,8 @@ import time
 
 from .procs import LOOPBACK, log
 
-LIMITS = {"stall_ms": (1, 60000), "every_s": (0.05, 3600), "rate": (1000, 1 << 32), "jitter_ms": (0, 10000),
-          "seed": (0, 1 << 63)}
+LIMITS = {"stall_ms": (1, 60000), "every_s": (0.05, 3600), "on_read": (0, 1), "rate": (1000, 1 << 32),
+          "jitter_ms": (0, 10000), "seed": (0, 1 << 63)}
 
 
 def check_plan(plan):
@@ -44,11 +49,15 @@ def check_plan(plan):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
                 or not low <= value <= high:
             raise ValueError(f"link plan {key} must be a number from {low} to {high}, not {value!r}")
-        out[key] = int(value) if key == "seed" else float(value)
+        out[key] = int(value) if key in ("seed", "on_read") else float(value)
     if ("stall_ms" in out) != ("every_s" in out):
         raise ValueError("a link plan's stalls need both stall_ms and every_s")
     if "stall_ms" in out and out["stall_ms"] / 1000 >= out["every_s"]:
         raise ValueError("a link plan's stall_ms must be shorter than every_s")
+    if out.get("on_read", 0) not in (0, 1) or plan.get("on_read", 0) not in (0, 1):
+        raise ValueError(f"link plan on_read must be 0 or 1, not {plan['on_read']!r}")
+    if out.get("on_read") and "stall_ms" not in out:
+        raise ValueError("a link plan's on_read needs stalls (stall_ms and every_s)")
     return out
 
 
@@ -107,13 +116,24 @@ class Link:
             return (start, start + stall), plan
         return None, plan
 
+    def holding(self, now, own):
+        """Until when a connection holds what Icecast sends (None: it passes), and the plan.
+        `own`: the stall the connection began at a read under `on_read` (generation, scheduled
+        start, until), else None."""
+        window, plan = self.window(now)
+        if not plan.get("on_read"):
+            return (window[1] if window else None), plan
+        if own and own[0] == self.generation and now < own[2]:
+            return own[2], plan
+        return None, plan
+
     def _phases(self):
         """Logs each stall and its end at the scheduled times (the pumps decide by the same
         formula, so a late log entry changes nothing heard)."""
         while True:
             with self.lock:
                 plan, since, generation = self.plan, self.since, self.generation
-            if "stall_ms" not in plan:
+            if "stall_ms" not in plan or plan.get("on_read"):
                 time.sleep(0.05)
                 continue
             every, stall = plan["every_s"], plan["stall_ms"] / 1000
@@ -165,6 +185,7 @@ class Link:
     def _impair(self, src, dst, number):
         """Server → listener, by the plan."""
         held, held_since = [], None
+        own = None
         rng, seed = None, None
         allowance, last = 0.0, time.monotonic()
 
@@ -176,11 +197,11 @@ class Link:
         try:
             while True:
                 now = time.monotonic()
-                window, plan = self.window(now)
-                if held and window is None:
+                until, plan = self.holding(now, own)
+                if held and until is None:
                     release()
                 # Wake when a stall ends even if Icecast sends nothing.
-                timeout = (window[1] - now) if window else 0.5
+                timeout = (until - now) if until else 0.5
                 if not select.select([src], [], [], max(0.0, timeout))[0]:
                     continue
                 data = src.recv(65536)
@@ -191,8 +212,14 @@ class Link:
                         seed = plan.get("seed", 0)
                         rng = random.Random(seed * 1000003 + number)
                     time.sleep(rng.uniform(0, plan["jitter_ms"]) / 1000)
-                window, plan = self.window(time.monotonic())
-                if window is not None:
+                now = time.monotonic()
+                until, plan = self.holding(now, own)
+                window = self.window(now)[0] if plan.get("on_read") and until is None else None
+                if window is not None and (own is None or own[:2] != (self.generation, window[0])):
+                    # This read passes; the stall begins after it.
+                    own = (self.generation, window[0], now + plan["stall_ms"] / 1000)
+                    self.note("stall", connection=number, **{"from": now, "until": own[2]})
+                elif until is not None:
                     held.append(data)
                     held_since = held_since or time.monotonic()
                     continue
