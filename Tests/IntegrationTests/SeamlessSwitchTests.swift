@@ -47,15 +47,26 @@ enum SwitchHearing {
     /// a silence, not as a jump or another tone.
     static func nearSilence(_ w: [Int16]) -> [Bool] {
         var near = [Bool](repeating: false, count: w.count)
+        let margin = Recorder.rate / 100
         var run = 0
         for (i, v) in w.enumerated() {
             run = abs(Int(v)) <= 4 ? run + 1 : 0
-            if run >= 8 {
-                let margin = Recorder.rate / 100
-                for j in max(0, i - run - margin)...min(w.count - 1, i + margin) { near[j] = true }
-            }
+            // The silence and the margin before it once, then the margin after it as it goes on.
+            let from = run == 8 ? max(0, i - run - margin) : run > 8 ? min(w.count - 1, i + margin) : w.count
+            for j in stride(from: from, through: min(w.count - 1, i + margin), by: 1) { near[j] = true }
         }
         return near
+    }
+
+    /// Whether what is heard in `w` is the tone `freq` throughout: the whole stretch, or where it
+    /// holds a silence (a dropout: `nearSilence`), each stretch of 20 ms and more between them.
+    static func isTone(_ w: [Int16], _ freq: Int, candidates: [Int]) -> (Bool, [Int?]) {
+        guard nearSilence(w).contains(true) else {
+            let tone = Tone.dominant(w, rate: Recorder.rate, candidates: candidates)
+            return (tone == freq, [tone])
+        }
+        let tones = tonesBetweenSilences(w, candidates: candidates)
+        return (!tones.isEmpty && tones.allSatisfy { $0 == freq }, tones)
     }
 
     /// The tone that dominates each stretch of 20 ms and more away from a silence (nil where
@@ -109,20 +120,22 @@ class SeamlessSwitchTestCase: StreamAudioTestCase {
     /// `withinS`: how long after it is asked for the switch must be heard (and the old
     /// connection closed).
     ///
-    /// What is heard around one switch may show the machine's own fault rather than the
-    /// switch's: with both cores busy, PipeWire's capture loses a few ms now and then without a
-    /// silence (the sine spliced a part of a cycle on, anywhere: in 2 of 14 recordings of 3 s
-    /// around switches of `PipeWireSeamlessSwitchTests`, both before the switch; none in 16
-    /// without load). A switch lines up by the same rule every time, so one that repeats or
-    /// skips audio does so at the switch back too: a fault heard is printed and judged again on
-    /// a switch back, which must be heard whole.
+    /// On PipeWire, what is heard around one switch may show the machine's own fault rather
+    /// than the switch's: PipeWire drops a quantum or two now and then, and with both cores
+    /// busy its capture loses a few ms without a silence (the sine spliced a part of a cycle
+    /// on, anywhere: in 2 of 14 recordings of 3 s around switches of
+    /// `PipeWireSeamlessSwitchTests`, both before the switch; none in 16 without load). A switch
+    /// made again the same way lines up by the same rule: a fault heard there is printed and the
+    /// same switch is made again from a new player, which must be heard whole. On PulseAudio,
+    /// which shows none of this, the first switch must be.
     func switchesSeamlessly(from: String, to: String, links: (String, String)?, withinS: Int64 = 4, _ what: String) throws {
         let heard = try switchOnce(from: from, to: to, links: links, withinS: withinS, what)
         guard !heard.isEmpty else { return }
-        print("\(what): \(heard.joined(separator: "; ")); judged again on a switch back")
+        guard Self.soundKind == "pipewire" else { return XCTFail("\(what): \(heard.joined(separator: "; "))") }
+        print("\(what): \(heard.joined(separator: "; ")); the same switch made again")
         for p in players { p.stop() }
-        let again = try switchOnce(from: to, to: from, links: links.map { ($0.1, $0.0) }, withinS: withinS, "\(what), back")
-        XCTAssertEqual(again, [], "\(what): heard at the switch (\(heard)) and at the switch back")
+        let again = try switchOnce(from: from, to: to, links: links, withinS: withinS, "\(what), again")
+        XCTAssertEqual(again, [], "\(what): heard at the switch (\(heard)) and again")
     }
 
     /// One switch: asserts how it is made, and returns what is heard wrong around it.
@@ -171,14 +184,14 @@ class SeamlessSwitchTestCase: StreamAudioTestCase {
         print(String(format: "%@: the switch heard %.0f ms after it was asked for", what, Double(heardUs - switchAtUs) / 1000))
         let before = heard(fromUs: switchAtUs - 800_000, toUs: switchAtUs - 200_000)
         let around = heard(fromUs: heardUs - 300_000, toUs: heardUs + 300_000)
-        let tonesAround = SwitchHearing.tonesBetweenSilences(around, candidates: tones)
+        let (isTone, tonesAround) = SwitchHearing.isTone(around, tone, candidates: tones)
         let (quietBefore, quietAround) = (SwitchHearing.longestSilenceMs(before), SwitchHearing.longestSilenceMs(around))
         let (jumpBefore, jumpAround) = (SwitchHearing.largestJump(before, freq: tone), SwitchHearing.largestJump(around, freq: tone))
         print(String(format: "%@: longest silence %.1f ms before, %.1f ms around the switch; largest jump off the sine %.4f before, %.4f around",
                      what, quietBefore, quietAround, jumpBefore, jumpAround))
         XCTAssertEqual(p.config.url, to)
         var wrong: [String] = []
-        if tonesAround.isEmpty || !tonesAround.allSatisfy({ $0 == tone }) { wrong.append("another tone around the switch: \(tonesAround)") }
+        if !isTone { wrong.append("another tone around the switch: \(tonesAround)") }
         if quietAround > quietBefore + 10 { wrong.append(String(format: "silence at the switch: %.1f ms", quietAround)) }
         if jumpAround >= 0.02 { wrong.append(String(format: "the sine jumps at the switch by %.4f (audio repeated or skipped)", jumpAround)) }
         return wrong

@@ -6,19 +6,21 @@ passes as it comes. A plan is an object of optional fields, combined as given ({
                       nothing reaches the listener: what Icecast sends meanwhile is read and held,
                       then written at once when the stall ends (a burst), as a Wi-Fi link delivers
                       what its retries held back
-  on_read             1: each stall begins at the first read from Icecast at or after its scheduled
-                      start, which passes, and lasts `stall_ms` from that read; so the listener's gap
-                      between reads is the stall itself, not the stall and the wait for the page
-                      after it (Icecast sends a page every ~0.4 s). Each connection logs its
-                      own "stall" (with "connection"), and no "flow"
+  on_read             1: on each connection open at a stall's scheduled start, the stall begins at
+                      the first read from Icecast at or after it, which passes, and lasts
+                      `stall_ms` from that read; so the listener's gap between reads is the stall
+                      itself, not the stall and the wait for the page after it (Icecast sends a
+                      page every ~0.4 s). Each connection logs its own "stall" (with
+                      "connection", and "from"/"until" from that read), and no "flow"
   rate                at most this many bytes a second (a token bucket of 50 ms)
   jitter_ms, seed     each read from Icecast waits a random 0..jitter_ms ms (uniform, from a
                       generator seeded with `seed` and the connection's number) before it is passed
 
 The link logs its phases with time.monotonic() (CLOCK_MONOTONIC, the tests' clock): {"t", "event"}
 with event "plan" (and the plan), "stall" (with the window it starts: "from", "until", as
-scheduled), "flow" (the stall ended), "burst" (a connection wrote what it held: "bytes",
-"held_since"), "open" and "close" (a connection, by number)."""
+scheduled; under on_read, as each connection began it), "flow" (the stall ended), "burst" (a
+connection wrote what it held: "bytes", "held_since"), "open" and "close" (a connection, by
+number)."""
 
 import json
 import math
@@ -103,29 +105,30 @@ class Link:
         with self.lock:
             return [e for e in self.events if e["t"] >= since]
 
-    def window(self, now):
-        """The stall window (from, until) that `now` is in, else None; and the plan."""
+    def scheduled(self, now):
+        """The latest scheduled stall start at or before `now` (None before the first), the plan
+        and its generation, as one."""
         with self.lock:
-            plan, since = self.plan, self.since
+            plan, since, generation = self.plan, self.since, self.generation
         if "stall_ms" not in plan or now < since:
-            return None, plan
-        every, stall = plan["every_s"], plan["stall_ms"] / 1000
-        k = math.floor((now - since) / every)
-        start = since + k * every
-        if k >= 1 and now < start + stall:
-            return (start, start + stall), plan
-        return None, plan
+            return None, plan, generation
+        k = math.floor((now - since) / plan["every_s"])
+        return (since + k * plan["every_s"] if k >= 1 else None), plan, generation
 
-    def holding(self, now, own):
-        """Until when a connection holds what Icecast sends (None: it passes), and the plan.
-        `own`: the stall the connection began at a read under `on_read` (generation, scheduled
-        start, until), else None."""
-        window, plan = self.window(now)
+    def holding(self, now, own, opened):
+        """What a connection opened at `opened` does with a read at `now`: until when it holds
+        what Icecast sends (None: it passes), the plan, and under `on_read` the stall that read
+        begins (generation, scheduled start, until), else None. `own`: the stall it began last
+        (the same form), else None."""
+        start, plan, generation = self.scheduled(now)
         if not plan.get("on_read"):
-            return (window[1] if window else None), plan
-        if own and own[0] == self.generation and now < own[2]:
-            return own[2], plan
-        return None, plan
+            until = start + plan["stall_ms"] / 1000 if start is not None else None
+            return (until if until is not None and now < until else None), plan, None
+        if own and own[0] == generation and now < own[2]:
+            return own[2], plan, None
+        if start is None or start < opened or (own and own[:2] == (generation, start)):
+            return None, plan, None
+        return None, plan, (generation, start, now + plan["stall_ms"] / 1000)
 
     def _phases(self):
         """Logs each stall and its end at the scheduled times (the pumps decide by the same
@@ -185,7 +188,7 @@ class Link:
     def _impair(self, src, dst, number):
         """Server → listener, by the plan."""
         held, held_since = [], None
-        own = None
+        own, opened = None, time.monotonic()
         rng, seed = None, None
         allowance, last = 0.0, time.monotonic()
 
@@ -197,7 +200,7 @@ class Link:
         try:
             while True:
                 now = time.monotonic()
-                until, plan = self.holding(now, own)
+                until, plan, _ = self.holding(now, own, opened)
                 if held and until is None:
                     release()
                 # Wake when a stall ends even if Icecast sends nothing.
@@ -213,11 +216,10 @@ class Link:
                         rng = random.Random(seed * 1000003 + number)
                     time.sleep(rng.uniform(0, plan["jitter_ms"]) / 1000)
                 now = time.monotonic()
-                until, plan = self.holding(now, own)
-                window = self.window(now)[0] if plan.get("on_read") and until is None else None
-                if window is not None and (own is None or own[:2] != (self.generation, window[0])):
+                until, plan, begins = self.holding(now, own, opened)
+                if begins:
                     # This read passes; the stall begins after it.
-                    own = (self.generation, window[0], now + plan["stall_ms"] / 1000)
+                    own = begins
                     self.note("stall", connection=number, **{"from": now, "until": own[2]})
                 elif until is not None:
                     held.append(data)
