@@ -43,6 +43,9 @@ struct ChangePad {
         var silenceMs = 0
         /// The frame's first this many ms are played as silence.
         var mutedMs = 0
+        /// The on-time moment of the change the silence is written for (nil: none is): its new
+        /// track is heard `aroundMs` after it (`StreamStats.changeHeardLater`).
+        var paddedChangeMs: Int? = nil
     }
 
     /// How much of a frame of `frameMs` from `onTimeMs` lies within the window being silenced,
@@ -71,6 +74,6 @@ struct ChangePad {
         guard let want = wantMs, want > max(0, leastMs) else { return Treatment() }
         let to = x.adding(saturating: aroundMs)
         if end < to { window = (x.subtracting(saturating: aroundMs), to) }
-        return Treatment(silenceMs: want, mutedMs: min(end, to).subtracting(saturating: start))
+        return Treatment(silenceMs: want, mutedMs: min(end, to).subtracting(saturating: start), paddedChangeMs: x)
     }
 }

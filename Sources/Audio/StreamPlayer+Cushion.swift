@@ -6,4 +6,12 @@ extension StreamPlayer {
     public func onDelayFall(_ observer: (@Sendable (_ fromMs: Int, _ toMs: Int) -> Void)?) {
         stats.onDelayFall(observer)
     }
+
+    /// `observer` is called on the decoder thread, and must hand on and return, when silence
+    /// was written between two tracks to grow the cushion (`ChangePad`): the new track of the
+    /// change whose on-time moment is `onTimeMs` (the `BoundaryRequest`'s `changedAtMs` +
+    /// `serverDelayMs`) is heard `laterMs` after it, as the audio around it was muted. Nil: no one.
+    public func onChangeHeardLater(_ observer: (@Sendable (_ onTimeMs: Int, _ laterMs: Int) -> Void)?) {
+        stats.onChangeHeardLater(observer)
+    }
 }

@@ -79,6 +79,18 @@ final class StreamStats: Sendable {
     }
     private let fallObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
 
+    /// Silence was written before the change whose on-time moment is `onTimeMs`, and the audio
+    /// around it muted (`ChangePad`): its new track is heard `laterMs` after that moment.
+    func changeHeardLater(onTimeMs: Int, laterMs: Int) {
+        laterObserver.withLock({ $0 })?(onTimeMs, laterMs)
+    }
+
+    /// Told (on the decoder thread) of each `changeHeardLater`.
+    func onChangeHeardLater(_ observer: (@Sendable (_ onTimeMs: Int, _ laterMs: Int) -> Void)?) {
+        laterObserver.withLock { $0 = observer }
+    }
+    private let laterObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
+
     /// A connection ends or starts: its delay is measured afresh (the last one's, aged by the
     /// outage, would read as a stall).
     func delayUnmeasured() {

@@ -60,6 +60,9 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         stream?.onDelayFall { [weak self] from, to in
             self?.loop.submit(.streamDelayFell(fromMs: from, toMs: to), whenFull: .always)
         }
+        stream?.onChangeHeardLater { [weak self] onTime, later in
+            self?.loop.submit(.streamChangeHeardLater(onTimeMs: onTime, laterMs: later), whenFull: .always)
+        }
     }
 
     public var config: Config { latest.withLock { $0.config } }

@@ -39,6 +39,10 @@ public enum Input: Sendable {
     /// The stream's heard delay fell at once (audio dropped to come back towards live): what is
     /// held for it is timed again now (`StreamPlayer.onDelayFall`).
     case streamDelayFell(fromMs: Int, toMs: Int)
+    /// The new track of the change whose on-time moment is `onTimeMs` is heard `laterMs` after
+    /// it: silence was written before it and the audio around it muted
+    /// (`StreamPlayer.onChangeHeardLater`).
+    case streamChangeHeardLater(onTimeMs: Int, laterMs: Int)
     /// The user, through MPRIS.
     case command(PlayerCommand)
     case reload(Config)

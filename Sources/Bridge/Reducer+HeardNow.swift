@@ -41,6 +41,44 @@ extension BridgeState {
         fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
     }
 
+    /// The stream wrote silence before a change and muted the audio around it (`ChangePad`):
+    /// the new track is heard `laterMs` after the change's on-time moment `onTimeMs`, so its
+    /// start, still held, is shown that much later (and nothing held after it sooner), from now
+    /// on through every retiming. The start is the held one whose on-time moment (when it
+    /// arrived, and the server's delay, as the stream was told) lies nearest, within
+    /// `BridgeTuning.heardLaterMatchMs`; told again, it moves no further.
+    mutating func heardLater(onTimeMs: Int, laterMs: Int, _ m: Moment, _ fx: inout [Effect]) {
+        let later = min(max(0, laterMs), BridgeTuning.heardLaterCapMs)
+        let delay = serverDelayMs
+        func offMs(_ h: Held) -> UInt? {
+            guard case .trackPlaybackStarted = h.event else { return nil }
+            let onTime = h.dueMs.subtracting(saturating: h.heldMs).adding(saturating: delay)
+            let off = onTime.subtracting(saturating: onTimeMs).magnitude
+            return off <= UInt(BridgeTuning.heardLaterMatchMs) ? off : nil
+        }
+        var nearest: UInt? = nil
+        held.updateEach { h in if let o = offMs(h), nearest.map({ o < $0 }) ?? true { nearest = o } }
+        guard later > 0, let nearest else {
+            return fx.append(.log(.debug, "heard-now: a change's new track is heard \(later) ms after it, and its start is not held"))
+        }
+        var moved = 0, last = 0
+        held.updateEach { h in
+            if moved == 0, offMs(h) == nearest, later > h.laterMs {
+                moved = later - h.laterMs
+                h.laterMs = later
+                h.dueMs = h.dueMs.adding(saturating: moved)
+                h.heldMs = h.heldMs.adding(saturating: moved)
+            }
+            if h.dueMs < last {
+                h.heldMs = h.heldMs.adding(saturating: last - h.dueMs)
+                h.dueMs = last
+            }
+            last = h.dueMs
+        }
+        lastDueMs = max(lastDueMs, last)
+        if moved > 0 { fx.append(.log(.debug, "heard-now: a start held \(moved) ms more: its new track is heard that much after the change (muted around it)")) }
+    }
+
     /// The house's state as Mopidy last said it: that of the newest change still held back, else
     /// the one applied.
     var houseStateNewest: PlaybackState {
@@ -73,7 +111,7 @@ extension BridgeState {
         var last = 0
         held.updateEach { h in
             let arrived = h.dueMs.subtracting(saturating: h.heldMs)
-            var due = arrived.adding(saturating: unstarved)
+            var due = arrived.adding(saturating: unstarved).adding(saturating: h.laterMs)
             if starved > 0 && due > dryMs.adding(saturating: BridgeTuning.starvedGraceMs) {
                 due = due.adding(saturating: starved).adding(saturating: BridgeTuning.starvedCheckMs)
             }

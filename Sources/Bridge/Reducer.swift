@@ -91,6 +91,7 @@ extension BridgeState {
         case .probed(let r, let answered, let detail):
             probed(r, answered: answered, detail: detail, m, &fx)
         case .boundaryHeard(let b): learn(b, m, &fx)
+        case .streamChangeHeardLater(let onTime, let later): heardLater(onTimeMs: onTime, laterMs: later, m, &fx)
         }
         followRoute(m, &fx)
         freezeOrRelease(m)

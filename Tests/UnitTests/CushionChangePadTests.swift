@@ -37,7 +37,7 @@ final class CushionChangePadTests: XCTestCase {
         var p = ChangePad(aroundMs: 150)
         p.announced([10_020])
         XCTAssertEqual(p.mutedMs(onTimeMs: 9_800, frameMs: 100), 0, "no window yet")
-        XCTAssertEqual(p.treat(onTimeMs: 9_800, frameMs: 100, wantMs: 700, leastMs: 150), ChangePad.Treatment(silenceMs: 700, mutedMs: 100))
+        XCTAssertEqual(p.treat(onTimeMs: 9_800, frameMs: 100, wantMs: 700, leastMs: 150), ChangePad.Treatment(silenceMs: 700, mutedMs: 100, paddedChangeMs: 10_020))
         XCTAssertEqual(p.mutedMs(onTimeMs: 9_900, frameMs: 100), 100)
         XCTAssertEqual(p.mutedMs(onTimeMs: 10_100, frameMs: 100), 70)
         XCTAssertEqual(p.mutedMs(onTimeMs: 10_200, frameMs: 100), 0)

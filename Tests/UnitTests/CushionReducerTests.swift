@@ -8,14 +8,21 @@ import XCTest
 final class CushionReducerTests: XCTestCase {
     typealias Rig = ReducerTests.Rig
 
+    /// Two starts on the server at 10 000 while the stream is `delayMs` behind: held, due then
+    /// with 400 ms of server (on time at 10 400).
+    func twoHeld(delayMs: Int) -> Rig {
+        var r = Rig()
+        r.streamDelayMs = delayMs
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
+        XCTAssertEqual(r.state.nextDeadlineMs, 10_400 + delayMs, "held for the stream's delay + 400 ms of server")
+        return r
+    }
+
     /// A stall's backlog holds the stream 2 s behind; Two starts on the server (heard 2.4 s on).
     /// 1.1 s later the output drops 1 s of silence: Two is then heard at 11 400, already past at
     /// 11 500, when the stream tells the drop: it is shown at once.
     func testAHeldChangeIsShownAtOnceWhenADropMakesItDue() {
-        var r = Rig()
-        r.streamDelayMs = 2000
-        r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
-        XCTAssertEqual(r.state.nextDeadlineMs, 12_400, "held for 2 s of stream + 400 ms of server")
+        var r = twoHeld(delayMs: 2000)
         r.advance(toMs: 11_100)
         XCTAssertEqual(r.title, "One")
         r.streamDelayMs = 1000
@@ -55,4 +62,29 @@ final class CushionReducerTests: XCTestCase {
         XCTAssertEqual(r.state.published, before)
         XCTAssertEqual(r.take(), [])
     }
+
+    /// Silence written before a change and the audio around it muted (`ChangePad`): its new
+    /// track is heard 150 ms after the change's on-time moment, so its start, held, is shown
+    /// 150 ms later, through a later measure too, and the start after it not before it. Told
+    /// of a change none held lies near, or told again, nothing moves.
+    func testAStartHeardLaterForAPadIsShownThatMuchLater() {
+        var r = twoHeld(delayMs: 2000)
+        r.advance(toMs: 10_100)
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.three)))
+        r.feed(.streamChangeHeardLater(onTimeMs: 15_000, laterMs: 150))
+        XCTAssertEqual(r.state.nextDeadlineMs, 12_400, "no start held near 15 000")
+        r.feed(.streamChangeHeardLater(onTimeMs: 10_420, laterMs: 150))
+        XCTAssertEqual(r.state.nextDeadlineMs, 12_550, "Two's start, the nearest, 150 ms later")
+        r.feed(.streamChangeHeardLater(onTimeMs: 10_420, laterMs: 150))
+        XCTAssertEqual(r.state.nextDeadlineMs, 12_550, "told again: no further")
+        r.streamDelayMs = 2100
+        r.feed(.event(.volumeChanged(40)))
+        XCTAssertEqual(r.state.nextDeadlineMs, 12_650, "timed again by the measure, still 150 ms later")
+        r.advance(toMs: 12_649)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 12_650)
+        XCTAssertEqual(r.title, "Three", "Three, due at 12 600 by the measure, comes with Two, not before it")
+        XCTAssertEqual(r.take().filter { $0.hasPrefix("Metadata") }, ["Metadata=Three"], "both due at once: one signal")
+    }
 }
+

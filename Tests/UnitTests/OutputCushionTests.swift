@@ -1,4 +1,5 @@
 @testable import Audio
+import Synchronization
 import XCTest
 
 /// The output's side of the cushion: an underrun seen between two measures of the delay grows
@@ -157,8 +158,8 @@ extension OutputCushionTests {
             return planes.withUnsafeBufferPointer { p in
                 let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
                 if c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: onTimeMs, changes: changes, nowMs: nowMs) { return nil }
-                let t = c.padding(f, onTimeMs: onTimeMs)
-                if t.silenceMs > 0 { c.grew(t.silenceMs, beforeMs: c.lastDelayMs, stats: stats) }
+                let t = c.padding(f, onTimeMs: onTimeMs, nowMs: nowMs)
+                if t.silenceMs > 0 { c.grew(t, beforeMs: c.lastDelayMs, stats: stats) }
                 return t
             }
         }
@@ -183,12 +184,16 @@ extension OutputCushionTests {
         XCTAssertEqual(c.target.targetMs, 900)
         stats.output(bufferedMs: 300, delayMs: 560, atMs: 7_000)
         c.measured(delayMs: 560, stats: stats, nowMs: 7_000)
+        let later = Mutex<[[Int]]>([])
+        stats.onChangeHeardLater { onTime, ms in later.withLock { $0.append([onTime, ms]) } }
         var treated: [Int: ChangePad.Treatment] = [:]
         while t < 12_000 {
             if let r = playTone(&c, onTimeMs: t, changes: t == 5_000 ? [10_000] : [], nowMs: 2_000 + t, stats: stats), r != ChangePad.Treatment() { treated[t] = r }
             t += 100
         }
-        XCTAssertEqual(treated[9_800], ChangePad.Treatment(silenceMs: 900, mutedMs: 100), "the target behind the least, before the window")
+        XCTAssertEqual(treated[9_800], ChangePad.Treatment(silenceMs: 900, mutedMs: 100, paddedChangeMs: 10_000),
+                       "the target behind the least, before the window")
+        XCTAssertEqual(later.withLock { $0 }, [[10_000, 150]], "the change's new track told heard after the muted window")
         XCTAssertEqual(treated.keys.sorted(), [9_800, 9_900, 10_000, 10_100])
         XCTAssertEqual(stats.snapshot.grownAtChangesMs, 900, "told in the figures")
         XCTAssertEqual(stats.snapshot.growthsAtChanges, 1)
@@ -202,5 +207,34 @@ extension OutputCushionTests {
             t += 100
         }
         XCTAssertEqual(treated, [:], "nothing more once made up")
+    }
+
+    /// The same stall ridden out, but with a backlog waiting in the input 250 ms beyond the
+    /// target (a join on a busy machine left it, and measured the least delay with it): silence
+    /// written at the change would make it wait as much longer, beyond the margin (300 ms), and
+    /// the cut would take it back. Only 50 ms fit, under the pad's least: no pad, no cut. With
+    /// 150 ms less waiting, the pad is made, of the 200 ms that fit.
+    func testNoPadThatTheCutWouldTakeBack() {
+        for (waited, wantPad) in [(1_150, nil), (1_000, 200)] as [(Int, Int?)] {
+            let stats = StreamStats()
+            var c = cleanLink(stats)
+            for ms in stride(from: 1420, through: 6000, by: 420) { c.arrived(atMs: ms) }
+            c.arrived(atMs: 5620 + 900)
+            XCTAssertEqual(c.target.targetMs, 900)
+            stats.output(bufferedMs: 300, delayMs: 560, atMs: 7_000)
+            c.measured(delayMs: 560, stats: stats, nowMs: 7_000)
+            var padded: [Int: Int] = [:], dropped: [Int] = []
+            var t = 5_000
+            while t < 12_000 {
+                switch playTone(&c, onTimeMs: t, waitedMs: waited, changes: t == 5_000 ? [10_000] : [], nowMs: 2_000 + t, stats: stats) {
+                case nil: dropped.append(t)
+                case let r? where r.silenceMs > 0: padded[t] = r.silenceMs
+                default: break
+                }
+                t += 100
+            }
+            XCTAssertEqual(padded, wantPad.map { [9_800: $0] } ?? [:], "waited \(waited) ms")
+            XCTAssertEqual(dropped, [], "cut at the change, waited \(waited) ms")
+        }
     }
 }
