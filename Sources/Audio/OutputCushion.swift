@@ -65,22 +65,26 @@ struct OutputCushion {
 
     /// A frame about to be played at `nowMs` (not dropped, `drop`): silence before it and how
     /// much of it is muted, where a change the server announced lets the cushion grow
-    /// (`ChangePad`). The silence makes what waits in the input wait as much longer: at most
-    /// what keeps that within the margin above the target, or the cut at the change would take
-    /// it back (`ChangeCut`). The least delay measured while a backlog waits (a join on a busy
-    /// machine, never cut) says more is wanted than is.
-    mutating func padding(_ f: DecodedFrame, onTimeMs: Int?, nowMs: Int) -> ChangePad.Treatment {
+    /// (`ChangePad`); the change's new track is then heard after the muted window (told in
+    /// `stats`, whether or not the silence gets written). The silence makes what waits in the
+    /// input wait as much longer: at most what keeps that within the margin above the target,
+    /// or the cut at the change would take it back (`ChangeCut`), and none before the input has
+    /// measured its backlog (after a join or a cut: a later change makes it up). The least
+    /// delay measured while a backlog waits (a join on a busy machine, never cut) says more is
+    /// wanted than is.
+    mutating func padding(_ f: DecodedFrame, onTimeMs: Int?, nowMs: Int, stats: StreamStats) -> ChangePad.Treatment {
         let room = policy.excessMs(nowMs: nowMs).map { policy.marginMs.subtracting(saturating: $0) }
-        let want = padMs().map { w in room.map { min(w, $0) } ?? w }
-        return pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: want, leastMs: policy.marginMs / 2)
+        let want = room.flatMap { r in padMs().map { min($0, r) } }
+        let t = pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: want, leastMs: policy.marginMs / 2)
+        if let x = t.paddedChangeMs { stats.changeHeardLater(onTimeMs: x, laterMs: pad.aroundMs) }
+        return t
     }
 
-    /// The silence `padding` asked for (`t`) was written, from a heard delay of `beforeMs`.
-    func grew(_ t: ChangePad.Treatment, beforeMs: Int, stats: StreamStats) {
-        Log.info("stream: \(t.silenceMs) ms of silence at the track change, so that the next stall is ridden out (a cushion of "
+    /// The silence `padding` asked for was written, from a heard delay of `beforeMs`.
+    func grew(_ ms: Int, beforeMs: Int, stats: StreamStats) {
+        Log.info("stream: \(ms) ms of silence at the track change, so that the next stall is ridden out (a cushion of "
                  + "\(target.targetMs) ms); heard delay \(beforeMs) → \(delayBeforeDropMs) ms")
-        stats.grewAtChange(ms: t.silenceMs)
-        if let x = t.paddedChangeMs { stats.changeHeardLater(onTimeMs: x, laterMs: pad.aroundMs) }
+        stats.grewAtChange(ms: ms)
     }
 
     /// The last measure of the heard delay.

@@ -98,8 +98,8 @@ final class StreamOutput: BurstWatcher {
                 return !connection.ring.isCancelled
             }
             rebufferAfterAStall(f.format)
-            let padding = cushion.padding(f, onTimeMs: onTimeMs, nowMs: monotonicMs()), before = cushion.lastDelayMs
-            if padding.silenceMs > 0, writeSilence(padding.silenceMs, format: f.format) { cushion.grew(padding, beforeMs: before, stats: stats) }
+            let padding = cushion.padding(f, onTimeMs: onTimeMs, nowMs: monotonicMs(), stats: stats), before = cushion.lastDelayMs
+            if padding.silenceMs > 0, writeSilence(padding.silenceMs, format: f.format) { cushion.grew(padding.silenceMs, beforeMs: before, stats: stats) }
             if let sink = waitForRoom(f.samples * f.format.sinkBytesPerFrame, format: f.format) {
                 return play(f, level: level, mutedMs: padding.mutedMs, on: sink)
             }

@@ -31,11 +31,8 @@ enum BridgeTuning {
     /// cuts nothing of the resumed music vs. the end of a pause this short may still be silenced
     /// music.
     static let houseSilenceLeadMs = 250
-    /// A change the stream tells is heard later (`heardLater`) is the held start whose on-time
-    /// moment lies within this long of the one it names: more than the server's learned delay
-    /// moves between the two, less than two starts held apart (the key's are not held).
-    static let heardLaterMatchMs = 1000
-    /// At most this much later (the stream's window muted after a change is 150 ms).
+    /// A start the stream tells is heard later (`heardLater`) is held at most this much more
+    /// (the stream's window muted after a change is 150 ms).
     static let heardLaterCapMs = 1000
     /// A failed full fetch of Mopidy's state is tried again this soon while its events flow.
     static let resyncRetryMs = 2000
@@ -133,6 +130,9 @@ public struct BridgeState: Sendable {
         var dueMs: Int
         var heldMs: Int
         var event: MopidyEvent
+        /// A track start's on-time moment in the stream, as the stream was told it
+        /// (`lookForBoundary`; nil: it was not).
+        var onTimeMs: Int? = nil
         /// Heard this much after the delay says (`heardLater`).
         var laterMs = 0
     }

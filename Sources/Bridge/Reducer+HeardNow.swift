@@ -22,7 +22,7 @@ extension BridgeState {
         if userAsked, e.startsOrResumesTrack { userAskedStarts -= 1 }
         let (delay, measured) = heardDelay(m)
         // A replayed change is dated by the fetch's end, not by Mopidy: no measure of the delay.
-        if isStart && delay > 0 && !replayed { lookForBoundary(m, &fx) }
+        let onTimeMs = isStart && delay > 0 && !replayed ? lookForBoundary(m, &fx) : nil
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.
@@ -36,46 +36,40 @@ extension BridgeState {
         }
         let due = max(now.adding(saturating: delay), lastDueMs)
         lastDueMs = due
-        held.append(Held(dueMs: due, heldMs: due - now, event: e))
+        held.append(Held(dueMs: due, heldMs: due - now, event: e, onTimeMs: onTimeMs))
         if !measured && estimateCheckAtMs == nil { estimateCheckAtMs = now.adding(saturating: BridgeTuning.estimateCheckMs) }
         fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
     }
 
-    /// The stream wrote silence before a change and muted the audio around it (`ChangePad`):
-    /// the new track is heard `laterMs` after the change's on-time moment `onTimeMs`, so its
-    /// start, still held, is shown that much later (and nothing held after it sooner), from now
-    /// on through every retiming. The start is the held one whose on-time moment (when it
-    /// arrived, and the server's delay, as the stream was told) lies nearest, within
-    /// `BridgeTuning.heardLaterMatchMs`; told again, it moves no further.
+    /// The stream muted the audio around a change it grew the cushion at (`ChangePad`): the
+    /// new track is heard `laterMs` after the change's on-time moment `onTimeMs`, so its start,
+    /// still held, is shown that much later, through every retiming, and nothing held after it
+    /// sooner. The start is the one the stream was told of at that moment (`lookForBoundary`);
+    /// told again, it moves no further.
     mutating func heardLater(onTimeMs: Int, laterMs: Int, _ m: Moment, _ fx: inout [Effect]) {
         let later = min(max(0, laterMs), BridgeTuning.heardLaterCapMs)
-        let delay = serverDelayMs
-        func offMs(_ h: Held) -> UInt? {
-            guard case .trackPlaybackStarted = h.event else { return nil }
-            let onTime = h.dueMs.subtracting(saturating: h.heldMs).adding(saturating: delay)
-            let off = onTime.subtracting(saturating: onTimeMs).magnitude
-            return off <= UInt(BridgeTuning.heardLaterMatchMs) ? off : nil
-        }
-        var nearest: UInt? = nil
-        held.updateEach { h in if let o = offMs(h), nearest.map({ o < $0 }) ?? true { nearest = o } }
-        guard later > 0, let nearest else {
+        guard later > 0 else { return }
+        guard held.contains(where: { $0.onTimeMs == onTimeMs }) else {
             return fx.append(.log(.debug, "heard-now: a change's new track is heard \(later) ms after it, and its start is not held"))
         }
         var moved = 0, last = 0
         held.updateEach { h in
-            if moved == 0, offMs(h) == nearest, later > h.laterMs {
+            if h.onTimeMs == onTimeMs, later > h.laterMs {
                 moved = later - h.laterMs
                 h.laterMs = later
                 h.dueMs = h.dueMs.adding(saturating: moved)
                 h.heldMs = h.heldMs.adding(saturating: moved)
             }
             if h.dueMs < last {
-                h.heldMs = h.heldMs.adding(saturating: last - h.dueMs)
+                h.heldMs = h.heldMs.adding(saturating: last.subtracting(saturating: h.dueMs))
                 h.dueMs = last
             }
             last = h.dueMs
         }
         lastDueMs = max(lastDueMs, last)
+        // By the measure, where there is one: a start held back behind an earlier one moves
+        // only as far as its own time says.
+        retimeHeld(m)
         if moved > 0 { fx.append(.log(.debug, "heard-now: a start held \(moved) ms more: its new track is heard that much after the change (muted around it)")) }
     }
 

@@ -158,8 +158,8 @@ extension OutputCushionTests {
             return planes.withUnsafeBufferPointer { p in
                 let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
                 if c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: onTimeMs, changes: changes, nowMs: nowMs) { return nil }
-                let t = c.padding(f, onTimeMs: onTimeMs, nowMs: nowMs)
-                if t.silenceMs > 0 { c.grew(t, beforeMs: c.lastDelayMs, stats: stats) }
+                let t = c.padding(f, onTimeMs: onTimeMs, nowMs: nowMs, stats: stats)
+                if t.silenceMs > 0 { c.grew(t.silenceMs, beforeMs: c.lastDelayMs, stats: stats) }
                 return t
             }
         }
@@ -212,8 +212,9 @@ extension OutputCushionTests {
     /// The same stall ridden out, but with a backlog waiting in the input 250 ms beyond the
     /// target (a join on a busy machine left it, and measured the least delay with it): silence
     /// written at the change would make it wait as much longer, beyond the margin (300 ms), and
-    /// the cut would take it back. Only 50 ms fit, under the pad's least: no pad, no cut. With
-    /// 150 ms less waiting, the pad is made, of the 200 ms that fit.
+    /// the cut at the next change would take it back. Only 50 ms fit, under the pad's least: no
+    /// pad. With 150 ms less waiting, the pad is made, of the 200 ms that fit. Either way the
+    /// next change cuts nothing.
     func testNoPadThatTheCutWouldTakeBack() {
         for (waited, wantPad) in [(1_150, nil), (1_000, 200)] as [(Int, Int?)] {
             let stats = StreamStats()
@@ -225,8 +226,11 @@ extension OutputCushionTests {
             c.measured(delayMs: 560, stats: stats, nowMs: 7_000)
             var padded: [Int: Int] = [:], dropped: [Int] = []
             var t = 5_000
-            while t < 12_000 {
-                switch playTone(&c, onTimeMs: t, waitedMs: waited, changes: t == 5_000 ? [10_000] : [], nowMs: 2_000 + t, stats: stats) {
+            while t < 15_000 {
+                // What was padded, the frames after it waited as much longer.
+                let wait = waited + padded.values.reduce(0, +)
+                switch playTone(&c, onTimeMs: t, waitedMs: wait, changes: t == 5_000 ? [10_000] : t == 11_000 ? [13_000] : [],
+                                nowMs: 2_000 + t, stats: stats) {
                 case nil: dropped.append(t)
                 case let r? where r.silenceMs > 0: padded[t] = r.silenceMs
                 default: break
@@ -234,7 +238,27 @@ extension OutputCushionTests {
                 t += 100
             }
             XCTAssertEqual(padded, wantPad.map { [9_800: $0] } ?? [:], "waited \(waited) ms")
-            XCTAssertEqual(dropped, [], "cut at the change, waited \(waited) ms")
+            XCTAssertEqual(dropped, [], "cut at a change, waited \(waited) ms")
         }
+    }
+
+    /// Before the input has measured its backlog (2 s of frames after a join or a cut), no pad:
+    /// a later change makes it up.
+    func testNoPadBeforeTheBacklogIsMeasured() {
+        let stats = StreamStats()
+        var c = OutputCushion(learned: CushionTarget(capMs: 2000, cleanMs: 30_000, bufferMs: 600))
+        for ms in stride(from: -20_000, through: 6000, by: 420) { c.arrived(atMs: ms) }
+        c.arrived(atMs: 5620 + 900)
+        stats.output(bufferedMs: 300, delayMs: 560, atMs: 7_000)
+        c.measured(delayMs: 560, stats: stats, nowMs: 7_000)
+        var padded: [Int] = []
+        for t in stride(from: 9_000, to: 12_000, by: 100) {
+            if let r = playTone(&c, onTimeMs: t, changes: t == 9_000 ? [10_000] : [], nowMs: 2_000 + t, stats: stats), r.silenceMs > 0 { padded.append(t) }
+        }
+        XCTAssertEqual(padded, [], "the first frames of a connection")
+        for t in stride(from: 12_000, to: 16_000, by: 100) {
+            if let r = playTone(&c, onTimeMs: t, changes: t == 12_000 ? [15_000] : [], nowMs: 2_000 + t, stats: stats), r.silenceMs > 0 { padded.append(t) }
+        }
+        XCTAssertEqual(padded, [14_800], "made up at the next change")
     }
 }
