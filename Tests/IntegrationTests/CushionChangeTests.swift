@@ -37,10 +37,12 @@ extension Recorder {
 }
 
 extension DaemonTestCase {
-    /// The longest gap mid-track the sound server leaves of itself, where the bridge changes
-    /// nothing: PipeWire drops a quantum or two now and then, loaded or not (10 and 15 ms in the
-    /// rig's recordings of `PipeWireCushionChangeTests`); PulseAudio none (gaps count from 10 ms).
-    var soundServerOwnGapMs: Int { Self.soundKind == "pipewire" ? 25 : 0 }
+    /// The longest gap mid-track the sound server leaves of itself, where the bridge's output
+    /// had audio all along: PipeWire's graph drops a quantum or more now and then, loaded or
+    /// not (10 and 15 ms in unloaded runs of `PipeWireCushionChangeTests`, 42 ms in a CI run
+    /// with a dozen such gaps, the bridge's own measure showing its output never ran dry);
+    /// PulseAudio none (gaps count from 10 ms).
+    var soundServerOwnGapMs: Int { Self.soundKind == "pipewire" ? 50 : 0 }
 }
 
 /// A track change: Mopidy's event (monotonic µs); the new track heard − the event, and − when
@@ -168,7 +170,8 @@ extension DaemonTestCase {
             return
         }
         let cut = healed[k], fall = healed[k - 1].ownMs - cut.ownMs
-        XCTAssertTrue(cuts.contains { $0 >= 500 && abs($0 - fall) <= 250 }, "the lag fell by \(fall) ms, no cut of that much: \(cuts)")
+        let cutMs = cuts.first { $0 >= 500 && abs($0 - fall) <= 250 }
+        XCTAssertNotNil(cutMs, "the lag fell by \(fall) ms, no cut of that much: \(cuts)")
         XCTAssertLessThan(cut.us - healedUs, 60_000_000, "no cut within 60 s of the link healing")
         // Back near the clean lag from the cut on: within 0.3 s of it where it settles (the median
         // of the changes from the cut on), and no change beyond 0.5 s: what is left is the cut's
@@ -177,8 +180,11 @@ extension DaemonTestCase {
         let after = healed[k...].map(\.ownMs)
         XCTAssertLessThanOrEqual(after.sorted()[after.count / 2], cleanLag + 300, "the lag settled beyond 0.3 s of the clean lag (\(cleanLag) ms): \(after)")
         XCTAssertLessThanOrEqual(after.max() ?? Int.max, cleanLag + 500, "the lag did not come back near the clean lag (\(cleanLag) ms): \(after)")
-        // Nothing cut in the music: no gap mid-track as the new track starts beyond what the
+        // Nothing cut in the music: the bridge's output never ran dry from that cut on (its own
+        // measure: a gap it made), no gap mid-track as the new track starts beyond what the
         // sound server drops of itself (printed above), and its title with its music.
+        let afterCut = log.split(separator: "\n").drop { !$0.contains("dropped \(cutMs ?? -1) ms before the track change") }
+        XCTAssertEqual(afterCut.filter { $0.contains("the output had nothing to play") }, [], "the output ran dry after the cut")
         let heardUs = cut.us + Int64(cut.lagMs) * 1000
         XCTAssertEqual(gaps.filter { $0.midTrack && $0.us > heardUs - 1_000_000 && $0.us < heardUs + 4_000_000 && $0.ms > soundServerOwnGapMs }
                            .map(\.ms), [], "gaps mid-track around the change cut before")
