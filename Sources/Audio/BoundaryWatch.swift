@@ -20,6 +20,11 @@ public struct BoundaryRequest: Sendable, Equatable {
         self.serverDelayMs = serverDelayMs
         self.windowMs = windowMs
     }
+
+    /// The change's on-time moment: when its audio would have arrived had every page come on
+    /// time (monotonic ms), by which the stream names the change (`ComingChanges`,
+    /// `StreamPlayer.onChangeHeardLater`).
+    public var onTimeMs: Int { changedAtMs.adding(saturating: serverDelayMs) }
 }
 
 /// The answer to a `BoundaryRequest`.
@@ -89,8 +94,7 @@ struct BoundaryWatch {
         waiting += requests.take()
         guard !waiting.isEmpty, let originMs else { return }
         waiting.removeAll { r in
-            let expectedAtMs = r.changedAtMs.adding(saturating: r.serverDelayMs)
-            let near = Double(expectedAtMs) - originMs
+            let near = Double(r.onTimeMs) - originMs
             let window = Double(max(0, r.windowMs))
             if detector.isReady(nearMs: near, windowMs: window) {
                 let best = detector.best(nearMs: near, windowMs: window)
@@ -102,7 +106,7 @@ struct BoundaryWatch {
                 answer(BoundaryHeard(request: r, offsetMs: clear ? best.map { Int(($0.positionMs - near).rounded()) } : nil))
                 return true
             }
-            if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: expectedAtMs) > Self.expiryMs {
+            if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: r.onTimeMs) > Self.expiryMs {
                 Log.debug("heard-now: the audio around the change was not all decoded on this connection")
                 answer(BoundaryHeard(request: r, offsetMs: nil))
                 return true

@@ -98,7 +98,7 @@ final class ComingChanges: Sendable {
     func add(_ r: BoundaryRequest) {
         pending.withLock {
             if $0.count >= ChangeCut.limit { $0.removeFirst() }
-            $0.append(r.changedAtMs.adding(saturating: r.serverDelayMs))
+            $0.append(r.onTimeMs)
         }
     }
 

@@ -7,10 +7,10 @@ extension StreamPlayer {
         stats.onDelayFall(observer)
     }
 
-    /// `observer` is called on the decoder thread, and must hand on and return, when silence
-    /// was written between two tracks to grow the cushion (`ChangePad`): the new track of the
-    /// change whose on-time moment is `onTimeMs` (the `BoundaryRequest`'s `changedAtMs` +
-    /// `serverDelayMs`) is heard `laterMs` after it, as the audio around it was muted. Nil: no one.
+    /// `observer` is called on the decoder thread, and must hand on and return, when the
+    /// cushion grows between two tracks (`ChangePad`): the new track of the change whose
+    /// on-time moment is `onTimeMs` (`BoundaryRequest.onTimeMs`) is heard `laterMs` after it, as
+    /// the audio around it is muted. Nil: no one.
     public func onChangeHeardLater(_ observer: (@Sendable (_ onTimeMs: Int, _ laterMs: Int) -> Void)?) {
         stats.onChangeHeardLater(observer)
     }

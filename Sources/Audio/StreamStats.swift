@@ -79,8 +79,8 @@ final class StreamStats: Sendable {
     }
     private let fallObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
 
-    /// Silence was written before the change whose on-time moment is `onTimeMs`, and the audio
-    /// around it muted (`ChangePad`): its new track is heard `laterMs` after that moment.
+    /// The audio around the change whose on-time moment is `onTimeMs` is muted, with silence
+    /// before it (`ChangePad`): its new track is heard `laterMs` after that moment.
     func changeHeardLater(onTimeMs: Int, laterMs: Int) {
         laterObserver.withLock({ $0 })?(onTimeMs, laterMs)
     }

@@ -65,14 +65,13 @@ extension BridgeState {
     /// The server announced a track change now: look for it in the music, while this computer
     /// plays the stream. The change's on-time moment the stream is told (nil: none is), by which
     /// it names the change later (`heardLater`).
-    @discardableResult
     mutating func lookForBoundary(_ m: Moment, _ fx: inout [Effect]) -> Int? {
         guard config.heardSyncLearn, local.stream == .playing else { return nil }
         if learner.startMs != config.serverDelayMs { learner = ServerDelayLearner(startMs: config.serverDelayMs) }
         let window = learner.boundaries == 0 ? Self.firstBoundaryWindowMs : Self.boundaryWindowMs
         let request = BoundaryRequest(changedAtMs: m.nowMs, serverDelayMs: serverDelayMs, windowMs: window)
         fx.append(.stream(.findBoundary(request)))
-        return request.changedAtMs.adding(saturating: request.serverDelayMs)
+        return request.onTimeMs
     }
 
     /// Where a change looked for was heard: the learned delay follows.
