@@ -27,11 +27,12 @@ extension DaemonTestCase {
     /// stalls that each begin as a page arrives (so the gap the bridge sees is the stall, to the
     /// page). The house changes track 4 s after the join (a change the lag of a join on a busy
     /// machine goes at, once the input has measured it; and no change of its own before the
-    /// last). A first stall of 1750 ms, longer than all a clean
-    /// link holds, is heard and grows the cushion to its length; a second of 2000 ms is ridden
-    /// out on that cushion (what is held then is the connection's least delay, ~450 ms on the
-    /// rig, and the cushion: ~300 ms to spare), but shows the link needs 250 ms more than is held
-    /// (the cushion's cap is 2000 ms; the pad's least is 150). At the next track change the
+    /// last). A first stall of 1600 ms, longer than all a clean link holds, is heard and grows
+    /// the cushion to its length; a second of 2000 ms is ridden out on that cushion (what is
+    /// held then is the connection's least delay, ~450–600 ms on the rig, and the cushion: ~300
+    /// ms to spare), but shows the link needs 400 ms more than is held (the cushion's cap is
+    /// 2000 ms; the pad's least is 150, and in a loaded CI run the heard delay drifted 150 ms
+    /// above what the hold after the first stall left). At the next track change the
     /// server makes, that is written as silence between the two tracks, and the audio within
     /// 150 ms either side of the change's estimated moment is silenced (from the start of the
     /// frame that reaches into that window), so neither track is heard on the far side of it:
@@ -49,7 +50,7 @@ extension DaemonTestCase {
         try rig.rpc("core.playback.next")
         let startUs = monotonicUs()
         XCTAssertTrue(waitUntil(6) { monotonicUs() - startUs > 4_000_000 })
-        let heardStall = try stallOnce(name, ms: 1750)
+        let heardStall = try stallOnce(name, ms: 1600)
         XCTAssertTrue(waitUntil(6) { monotonicUs() - heardStall.untilUs > 4_000_000 })
         let riddenStall = try stallOnce(name, ms: 2000)
         XCTAssertTrue(waitUntil(4) { monotonicUs() - riddenStall.untilUs > 1_000_000 })
@@ -90,7 +91,7 @@ extension DaemonTestCase {
         XCTAssertEqual(heardStalls, 1, "the first stall heard and the second ridden out: \(heardStalls) heard")
         XCTAssertEqual(grown.count, 1, "silence at one change, the one after the stall ridden out: \(grown)")
         let silence = try XCTUnwrap(grown.first)
-        XCTAssertTrue(silence > 150 && silence <= 450, "\(silence) ms of silence at the change, for 250 ms more wanted")
+        XCTAssertTrue(silence > 150 && silence <= 600, "\(silence) ms of silence at the change, for 400 ms more wanted")
         XCTAssertEqual(grownStatus, silence, "status counts the silence at the change")
         XCTAssertEqual(atChange.count, 1, "gaps at the change: \(text(atChange))")
         if let g = atChange.first {
