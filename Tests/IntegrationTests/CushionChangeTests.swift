@@ -180,11 +180,13 @@ extension DaemonTestCase {
         let after = healed[k...].map(\.ownMs)
         XCTAssertLessThanOrEqual(after.sorted()[after.count / 2], cleanLag + 300, "the lag settled beyond 0.3 s of the clean lag (\(cleanLag) ms): \(after)")
         XCTAssertLessThanOrEqual(after.max() ?? Int.max, cleanLag + 500, "the lag did not come back near the clean lag (\(cleanLag) ms): \(after)")
-        // Nothing cut in the music: the bridge's output never ran dry from that cut on (its own
-        // measure: a gap it made), no gap mid-track as the new track starts beyond what the
+        // Nothing cut in the music: the bridge's output never ran dry for want of audio from that
+        // cut on (its own measure: a gap the cut made; a busy machine's, with the audio here, is
+        // not), no gap mid-track as the new track starts beyond what the
         // sound server drops of itself (printed above), and its title with its music.
         let afterCut = log.split(separator: "\n").drop { !$0.contains("dropped \(cutMs ?? -1) ms before the track change") }
-        XCTAssertEqual(afterCut.filter { $0.contains("the output had nothing to play") }, [], "the output ran dry after the cut")
+        XCTAssertEqual(afterCut.filter { $0.contains("the output had nothing to play") && !$0.contains("a busy machine") }, [],
+                       "the output ran dry for want of audio after the cut")
         let heardUs = cut.us + Int64(cut.lagMs) * 1000
         XCTAssertEqual(gaps.filter { $0.midTrack && $0.us > heardUs - 1_000_000 && $0.us < heardUs + 4_000_000 && $0.ms > soundServerOwnGapMs }
                            .map(\.ms), [], "gaps mid-track around the change cut before")
