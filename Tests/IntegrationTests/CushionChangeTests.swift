@@ -102,8 +102,7 @@ extension DaemonTestCase {
         let endUs = monotonicUs()
         // The last change is heard (a window of the clean link, not an event).
         XCTAssertTrue(until(endUs + 6_000_000))
-        let linkLog = (try rig.command(["cmd": "link_log", "name": name, "since": Double(cleanUs) / 1e6]) as? [String: Any])?["events"]
-            as? [[String: Any]] ?? []
+        let linkLog = (try? rig.linkLog(name, since: Double(cleanUs) / 1e6)) ?? []
         let log = daemonLog()
         print(log.split(separator: "\n").filter { $0.contains("stream:") || $0.contains("heard-now") }.joined(separator: "\n"))
         fflush(nil)  // the figures, before the process may end

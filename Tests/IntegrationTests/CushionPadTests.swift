@@ -14,8 +14,7 @@ extension DaemonTestCase {
         let since = try XCTUnwrap(reply["since"] as? Double)
         var stall: [String: Any]? = nil
         XCTAssertTrue(try waitUntil(2 * Double(ms) / 1000 + 5) {
-            let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
-            stall = (log["events"] as? [[String: Any]])?.first { $0["event"] as? String == "stall" && $0["connection"] != nil }
+            stall = try rig.linkLog(name, since: since).first { $0["event"] as? String == "stall" && $0["connection"] != nil }
             return stall.flatMap { $0["until"] as? Double }.map { Double(monotonicUs()) / 1e6 > $0 } ?? false
         }, "the link did not stall")
         try rig.command(["cmd": "link", "name": name, "plan": [String: Any]()])

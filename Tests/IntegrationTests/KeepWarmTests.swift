@@ -22,9 +22,7 @@ class KeepWarmTestCase: StreamAudioTestCase {
 
     /// The times (monotonic s) of the link's `event` ("open", "close") since `since`.
     func linkEvents(_ name: String, _ event: String, since: Double) throws -> [Double] {
-        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
-        return try XCTUnwrap(log["events"] as? [[String: Any]]).filter { $0["event"] as? String == event }
-            .compactMap { $0["t"] as? Double }
+        try rig.linkEvents(name, event, since: since)
     }
 
     func now() -> Double { Double(monotonicUs()) / 1_000_000 }

@@ -79,8 +79,7 @@ final class RigTests: XCTestCase {
         struct Arrivals: Decodable { let status: Int?; let start: Double; let reads: [[Double]] }
         let heard = try JSONDecoder().decode(Arrivals.self, from: Data(run.out.utf8))
         XCTAssertEqual(heard.status, 200, "through the link: \(run.err)")
-        let log = try XCTUnwrap(rig.command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
-        return (link, (heard.start, heard.reads.map { (t: $0[0], bytes: Int($0[1])) }), try XCTUnwrap(log["events"] as? [[String: Any]]))
+        return (link, (heard.start, heard.reads.map { (t: $0[0], bytes: Int($0[1])) }), try rig.linkLog(name, since: since))
     }
 
     /// The impaired link (#24): with a stall plan, nothing Icecast sends reaches the listener for

@@ -19,11 +19,15 @@ extension Rig {
         return (try XCTUnwrap(reply["stream_url"] as? String), try XCTUnwrap(reply["native_stream_url"] as? String))
     }
 
+    /// What the link `name` logged since `since` (monotonic s), in order.
+    func linkLog(_ name: String, since: Double) throws -> [[String: Any]] {
+        let log = try XCTUnwrap(command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
+        return try XCTUnwrap(log["events"] as? [[String: Any]])
+    }
+
     /// When (monotonic s) the link `name` logged `event` ("open", "close") since `since`.
     func linkEvents(_ name: String, _ event: String, since: Double) throws -> [Double] {
-        let log = try XCTUnwrap(command(["cmd": "link_log", "name": name, "since": since]) as? [String: Any])
-        return try XCTUnwrap(log["events"] as? [[String: Any]]).filter { $0["event"] as? String == event }
-            .compactMap { $0["t"] as? Double }
+        try linkLog(name, since: since).filter { $0["event"] as? String == event }.compactMap { $0["t"] as? Double }
     }
 }
 
