@@ -15,7 +15,8 @@ import Synchronization
 /// with it when more than half of it lies within). X is an estimate (the server's delay, learned
 /// from the music, is off by up to ~150 ms), so the cut reaches P past it: the old track is cut to
 /// its end and the new one starts up to a fraction of a second into it, where a cut that ended
-/// before the true boundary would skip within the old track (`pastMs`). Music is never cut elsewhere, nor sped up. Bounded: at most
+/// before the true boundary would skip within the old track (`pastMs`); its title waits as long
+/// (`takeResumed`). Music is never cut elsewhere, nor sped up. Bounded: at most
 /// the excess at the first frame of the cut and half a frame, at most one cut per change, and a
 /// change whose X the decoder has passed is let go. A frame that waited was decoded while the
 /// sound server's buffer was full, so a cut takes only from the backlog.
@@ -33,6 +34,10 @@ struct ChangeCut {
     private var droppedUntold = 0
     /// Whether a cut ended since `takeDropped` (the excess measured before it is stale).
     private(set) var ended = false
+    /// The change the last cut ended at, by its on-time moment, and how far past that moment the
+    /// first frame played after the cut begins (its new track is heard that much later): set when
+    /// a cut ends, until `takeResumed`.
+    private var resumed: (onTimeMs: Int, laterMs: Int)? = nil
     static let limit = 16
 
     init(marginMs: Int = StreamTuning.cushionMarginMs, pastMs: Int = StreamTuning.cushionCutPastMs) {
@@ -59,9 +64,12 @@ struct ChangeCut {
                 droppedUntold = droppedUntold.adding(saturating: frameMs)
                 return true
             }
-            // The frame that holds the change, and what follows, plays.
+            // The frame that holds the change, and what follows, plays: the new track is heard
+            // from this frame's start on.
             cut = nil
             ended = true
+            let onTime = c.toMs.subtracting(saturating: pastMs)
+            resumed = (onTime, max(0, start.subtracting(saturating: onTime)))
             return false
         }
         // Changes the decoder has passed (or is passing) are let go.
@@ -74,6 +82,13 @@ struct ChangeCut {
         changes.removeFirst()
         cut = (min(start, from), x)
         return drop(onTimeMs: onTimeMs, frameMs: frameMs, excessMs: excessMs)
+    }
+
+    /// The change a cut ended at since the last call and how much later than its on-time moment
+    /// the new track is heard (nil: no cut ended).
+    mutating func takeResumed() -> (onTimeMs: Int, laterMs: Int)? {
+        defer { resumed = nil }
+        return resumed
     }
 
     /// Dropped since the last call, ms, and whether a cut ended meanwhile (for the log and the

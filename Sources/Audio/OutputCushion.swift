@@ -40,8 +40,9 @@ struct OutputCushion {
     /// A frame about to be played at `nowMs`, whose audio would have arrived at `onTimeMs` had
     /// every page come on time, with the changes announced since the last frame (`ComingChanges`):
     /// true when it is dropped instead. Digital silence (`CushionPolicy`) or the end of a track
-    /// before a change (`ChangeCut`).
-    mutating func drop(_ f: DecodedFrame, arrivalMs: Int, onTimeMs: Int?, changes: [Int], nowMs: Int) -> Bool {
+    /// before a change (`ChangeCut`); once a cut ends, its change's new track is told heard as
+    /// much after the change's on-time moment as the cut reached past it (in `stats`).
+    mutating func drop(_ f: DecodedFrame, arrivalMs: Int, onTimeMs: Int?, changes: [Int], nowMs: Int, stats: StreamStats) -> Bool {
         policy.extraMs = target.currentMs(nowMs: nowMs)
         let frameMs = f.format.milliseconds(frames: f.samples)
         change.announced(changes)
@@ -59,6 +60,7 @@ struct OutputCushion {
         }
         // The waits measured before a cut say nothing of the backlog after it.
         if wasCutting && change.cut == nil { policy.restartWindow() }
+        if let r = change.takeResumed(), r.laterMs > 0 { stats.changeHeardLater(onTimeMs: r.onTimeMs, laterMs: r.laterMs) }
         if dropped { droppedSinceMeasure = true }
         return dropped
     }

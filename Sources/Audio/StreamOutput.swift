@@ -93,7 +93,7 @@ final class StreamOutput: BurstWatcher {
             }
             // Behind live (a stall's burst waits in the input): digital silence, and the end of a
             // track before a change the server announced, are dropped, not played.
-            if cushion.drop(f, arrivalMs: arrivalMs, onTimeMs: onTimeMs, changes: changes.take(), nowMs: monotonicMs()) {
+            if cushion.drop(f, arrivalMs: arrivalMs, onTimeMs: onTimeMs, changes: changes.take(), nowMs: monotonicMs(), stats: stats) {
                 delay.resumed()
                 return !connection.ring.isCancelled
             }

@@ -79,8 +79,9 @@ final class StreamStats: Sendable {
     }
     private let fallObserver = Mutex<(@Sendable (Int, Int) -> Void)?>(nil)
 
-    /// The audio around the change whose on-time moment is `onTimeMs` is muted, with silence
-    /// before it (`ChangePad`): its new track is heard `laterMs` after that moment.
+    /// The new track of the change whose on-time moment is `onTimeMs` is heard `laterMs` after
+    /// that moment: the audio around it is muted, with silence before it (`ChangePad`), or its
+    /// first moments went with the cut before it (`ChangeCut`).
     func changeHeardLater(onTimeMs: Int, laterMs: Int) {
         laterObserver.withLock({ $0 })?(onTimeMs, laterMs)
     }

@@ -104,8 +104,9 @@ public struct BridgeState: Sendable {
     var listening = false
     /// How far the position's anchor trails the house's (the heard delay it was taken with).
     var alignedDelayMs = 0
-    /// While a held event is applied: how long it was held.
-    var applyingHeldMs = 0
+    /// While a held event is applied: how long it was held, and how far into the track it starts
+    /// its music is heard from (`Held.laterMs`).
+    var applyingHeldMs = 0, applyingLaterMs = 0
     /// A `seeked` event was applied during this input: signal it even for a small jump.
     var seekedEvent = false
     /// Tracks whose cover for TrackList was asked for (cleared with the covers).

@@ -41,8 +41,9 @@ extension BridgeState {
         fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
     }
 
-    /// The stream muted the audio around a change it grew the cushion at (`ChangePad`): the
-    /// new track is heard `laterMs` after the change's on-time moment `onTimeMs`, so its start,
+    /// The stream muted the audio around a change it grew the cushion at (`ChangePad`), or cut
+    /// the new track's first moments with the old one's last (`ChangeCut`): the new track is
+    /// heard `laterMs` after the change's on-time moment `onTimeMs`, so its start,
     /// still held, is shown that much later, through every retiming, and nothing held after it
     /// sooner. The start is the one the stream was told of at that moment (`lookForBoundary`);
     /// told again, it moves no further.
@@ -70,7 +71,7 @@ extension BridgeState {
         // By the measure, where there is one: a start held back behind an earlier one moves
         // only as far as its own time says.
         retimeHeld(m)
-        if moved > 0 { fx.append(.log(.debug, "heard-now: a start held \(moved) ms more: its new track is heard that much after the change (muted around it)")) }
+        if moved > 0 { fx.append(.log(.debug, "heard-now: a start held \(moved) ms more: its new track is heard that much after the change (muted or cut there)")) }
     }
 
     /// The house's state as Mopidy last said it: that of the newest change still held back, else
@@ -148,8 +149,10 @@ extension BridgeState {
             at.nowUs = Int64(first.dueMs) * 1000
             // Its positions are those of what is heard: it was held for as long as it trails.
             applyingHeldMs = first.heldMs
+            applyingLaterMs = first.laterMs
             apply(first.event, at, &fx)
             applyingHeldMs = 0
+            applyingLaterMs = 0
         }
     }
 }

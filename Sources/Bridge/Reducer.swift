@@ -108,7 +108,10 @@ extension BridgeState {
             let before = server.current?.tlid
             server.setCurrent(tl)
             server.state = .playing
-            anchorPosition(0, m)
+            // Heard from its start, or from as far into it as a pad's muted window or a cut at
+            // the change reached (`heardLater`): the house is that much less ahead of it.
+            anchorPosition(applyingLaterMs, m)
+            alignedDelayMs = applyingHeldMs.subtracting(saturating: applyingLaterMs)
             // The same entry started again (Previous restarting it, a repeated single track) is
             // a jump to its start, announced whatever its size.
             trackChanged(m)

@@ -1,4 +1,5 @@
 @testable import Audio
+import Synchronization
 import XCTest
 
 /// The way back towards live at a track change (#24 item 2): which frames `ChangeCut` drops
@@ -113,9 +114,13 @@ final class CushionChangeCutTests: XCTestCase {
         XCTAssertEqual(d.changes.count, ChangeCut.limit, "bounded")
     }
 
-    /// The cut in the output's own terms: it restarts the window of waits, and is told once it ended.
+    /// The cut in the output's own terms: it restarts the window of waits, and is told once it
+    /// ended, with how much later than the change its new track is heard.
     func testTheOutputsCushionCutsAtAChangeAndTellsIt() {
         var o = OutputCushion(learned: CushionTarget())
+        let stats = StreamStats()
+        let later = Mutex<[[Int]]>([])
+        stats.onChangeHeardLater { onTime, ms in later.withLock { $0.append([onTime, ms]) } }
         let format = AudioFormat(sampleRate: 1000, channels: 1, bitsPerSample: 16)
         // Tones (not silence): 100 ms frames whose bytes waited 1500 ms, decoded every 100 ms.
         let plane = [Int32](repeating: 4000, count: 100)
@@ -127,7 +132,7 @@ final class CushionChangeCutTests: XCTestCase {
                 let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
                 // Up to 500 ms of audio after the change: less than the window of waits.
                 for t in stride(from: 0, to: 5_500, by: 100) {
-                    if o.drop(f, arrivalMs: now - 1500, onTimeMs: 50_000 + t, changes: t == 0 ? [55_000] : [], nowMs: now) {
+                    if o.drop(f, arrivalMs: now - 1500, onTimeMs: 50_000 + t, changes: t == 0 ? [55_000] : [], nowMs: now, stats: stats) {
                         dropped.append(t)
                     } else {
                         now += 100
@@ -137,6 +142,7 @@ final class CushionChangeCutTests: XCTestCase {
         }
         // The cut reaches `StreamTuning.cushionCutPastMs` (150) past the change: [53 650, 55 150).
         XCTAssertEqual(dropped, Array(stride(from: 3_700, to: 5_100, by: 100)))
+        XCTAssertEqual(later.withLock { $0 }, [[55_000, 100]], "the new track is heard from 55 100, where the cut ended")
         XCTAssertNil(o.policy.excessMs(nowMs: now), "the waits before the cut are forgotten")
         let m = o.measured(since: StreamFigures(), nowMs: 110_000)
         XCTAssertEqual(m.cutMs, 1400)

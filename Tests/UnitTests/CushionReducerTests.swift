@@ -87,5 +87,19 @@ final class CushionReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Three", "Three, due at 12 600 by the measure, comes with Two, not before it")
         XCTAssertEqual(r.take().filter { $0.hasPrefix("Metadata") }, ["Metadata=Three"], "both due at once: one signal")
     }
+
+    /// Where a start is heard from 150 ms into its track (the muted window after a pad, or the
+    /// first moments cut with the old track's end), its Position starts there, not at 0.
+    func testAStartHeardLaterIsShownFromThatFarIntoItsTrack() {
+        var r = twoHeld(delayMs: 2000)
+        r.feed(.streamChangeHeardLater(onTimeMs: 10_400, laterMs: 150))
+        r.advance(toMs: 12_549)
+        XCTAssertEqual(r.title, "One")
+        r.advance(toMs: 12_550)
+        XCTAssertEqual(r.title, "Two")
+        XCTAssertEqual(r.state.published.position(nowUs: 12_550_000), 150_000, "heard from 150 ms into Two")
+        XCTAssertEqual(r.state.published.position(nowUs: 13_550_000), 1_150_000)
+        XCTAssertFalse(r.take().contains { $0.hasPrefix("Seeked") }, "a new track: no Seeked")
+    }
 }
 

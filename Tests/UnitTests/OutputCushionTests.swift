@@ -58,7 +58,7 @@ extension OutputCushionTests {
                 let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
                 planes.withUnsafeBufferPointer { p in
                     let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
-                    XCTAssertFalse(c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: nil, changes: [], nowMs: nowMs))
+                    XCTAssertFalse(c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: nil, changes: [], nowMs: nowMs, stats: StreamStats()))
                 }
             }
         }
@@ -157,7 +157,7 @@ extension OutputCushionTests {
             let planes: [UnsafePointer<Int32>?] = [l.baseAddress]
             return planes.withUnsafeBufferPointer { p in
                 let f = DecodedFrame(format: format, samples: 100, planes: p.baseAddress!)
-                if c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: onTimeMs, changes: changes, nowMs: nowMs) { return nil }
+                if c.drop(f, arrivalMs: nowMs - waitedMs, onTimeMs: onTimeMs, changes: changes, nowMs: nowMs, stats: stats) { return nil }
                 let t = c.padding(f, onTimeMs: onTimeMs, nowMs: nowMs, stats: stats)
                 if t.silenceMs > 0 { c.grew(t.silenceMs, beforeMs: c.lastDelayMs, stats: stats) }
                 return t
