@@ -54,16 +54,12 @@ extension DaemonTestCase {
         return n.count == 2 ? (n[0], n[1]) : nil
     }
 
-    /// Issue #27: with nothing set, on a server `encoderDelayMs` slower than the rig's own, the
-    /// title changes within 250 ms of the new track being heard from the third clear change on.
-    /// The bridge starts from `server_delay_ms`'s default and learns the rest from the music.
-    /// The changes alternate Mopidy's next and a track running out after a seek near its end;
-    /// each waits for the bridge's answer on the previous one (in `status`), not for a time.
     /// The bridge again with debug logging, its heard-now lines read as they come (what it found
-    /// at each change). Returns what stops it and prints them.
-    func restartLearningBridge() throws -> () -> Void {
+    /// at each change), after `whileStopped`. Returns what stops it and prints them.
+    func restartLearningBridge(whileStopped: () throws -> Void = {}) throws -> () -> Void {
         stopDaemon()
         XCTAssertTrue(waitUntil(3) { client.owner(of: MPRISService.busName) == nil })
+        try whileStopped()
         try startDaemon(["--verbose"])
         XCTAssertTrue(waitUntil(10) { (try? playerctl("status")) == "Playing" }, "bridge did not come up playing")
         return { [self] in
@@ -71,15 +67,17 @@ extension DaemonTestCase {
         }
     }
 
+    /// Issue #27: with nothing set, on a server `encoderDelayMs` slower than the rig's own, the
+    /// title changes within 250 ms of the new track being heard from the third clear change on.
+    /// The bridge starts from `server_delay_ms`'s default and learns the rest from the music.
+    /// The changes alternate Mopidy's next and a track running out after a seek near its end;
+    /// each waits for the bridge's answer on the previous one (in `status`), not for a time.
     func titlesFollowTheMusicWithNoSetting(encoderDelayMs: Int) throws {
-        let finish = try restartLearningBridge()
+        // The encoder restarted before the bridge starts: its first connection is to this server.
+        let finish = try restartLearningBridge { try rig.command(["cmd": "encoder_delay", "ms": encoderDelayMs]) }
         defer { finish() }
-        func reconnects() -> Int { statusObject()["stream_reconnects"] as? Int ?? -1 }
-        let before = reconnects()
-        try rig.command(["cmd": "encoder_delay", "ms": encoderDelayMs])
         defer { _ = try? rig.command(["cmd": "encoder_delay", "ms": 0]) }
-        XCTAssertTrue(waitUntil(30) { reconnects() > before && status().contains("\"stream\":\"playing\"") },
-                      "the bridge did not rejoin the restarted encoder's stream: \(status())")
+        XCTAssertTrue(waitUntil(30) { status().contains("\"stream\":\"playing\"") }, "the bridge did not join the encoder's stream: \(status())")
         XCTAssertEqual(statusObject()["server_delay_ms"] as? Int, 400, "not the default to start from")
         let (rec, tones, titles, events) = try listen(toneTimeout: 8)
         XCTAssertTrue(waitUntil(5) { learnedFrom() != nil }, "no server_delay_learned_from in \(status())")
