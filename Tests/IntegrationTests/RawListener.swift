@@ -133,6 +133,26 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
         return near + Int64(index) * 1_000_000 / Int64(r)
     }
 
+    /// The longest run of silence (samples within ±100 of zero, as `Recorder.gaps` counts it) in
+    /// the audio that was on time from `fromUs` to `toUs` (dated as `onTimeUs` dates it), ms:
+    /// the server's own silence, which every listener hears. 0 when none of it has arrived.
+    func longestSilenceMs(onTimeFromUs fromUs: Int64, toUs: Int64) -> Double {
+        lock.lock()
+        guard let origin = originUs, rate > 0 else { lock.unlock(); return 0 }
+        let all = samples, frames = bounds, r = Int64(rate)
+        lock.unlock()
+        // Dated by the frames that arrived nearest (as `onTimeUs`), within 5 s of the window.
+        let near = frames.filter { abs(origin + Int64($0.end) * 1_000_000 / r - fromUs) <= 5_000_000 }.map(\.us).min() ?? origin
+        let a = max(0, min(all.count, Int((fromUs - near) * r / 1_000_000)))
+        let b = max(a, min(all.count, Int((toUs - near) * r / 1_000_000)))
+        var longest = 0, run = 0
+        for v in all[a..<b] {
+            run = abs(Int(v)) <= 100 ? run + 1 : 0
+            longest = max(longest, run)
+        }
+        return Double(longest) * 1000 / Double(r)
+    }
+
     // MARK: - StreamingGetDelegate (on the network thread)
 
     func streamResponse(status: Int, contentType: String?) -> Bool { status == 200 }
