@@ -24,9 +24,6 @@ final class WalkWorld {
     private(set) var lastDisturbanceUs: Int64 = 0
     /// Lets Icecast go at the end of a stall.
     private var thawer: Process?
-    /// The stream stalled in this walk: the bridge may play further behind the server since (it
-    /// resumes where the stall stopped it).
-    private(set) var stalled = false
     /// When a track change was last asked for here (Next, Previous, a Seek past the end):
     /// published at once, ahead of the music on purpose.
     private(set) var lastUserTrackChangeUs: Int64 = 0
@@ -188,7 +185,6 @@ final class WalkWorld {
             p.standardError = FileHandle.nullDevice
             try p.run()
             thawer = p
-            stalled = true
             lastDisturbanceUs = max(lastDisturbanceUs, now + Int64(ms) * 1000)
         case .suspend:
             state.asleep = true
