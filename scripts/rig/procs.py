@@ -4,6 +4,7 @@ clock."""
 
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -18,16 +19,49 @@ def log(msg):
     print(f"rig: {msg}", file=sys.stderr, flush=True)
 
 
+# The ports this process has claimed: their claims, held for its life (`_claim`).
+_claimed = []
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return max(2048, int(f.read().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _claim(kind):
+    """A loopback port of `kind` (SOCK_STREAM or SOCK_DGRAM) for a service started later, free now
+    and claimed for this process's life. A port from bind(0) is free only until its socket
+    closes: another rig may be given the same one, or an outgoing connection may take it as its
+    source port, before the service binds it (a rig once found another's server on its nginx
+    port). So the port is drawn below the ephemeral range, where no outgoing connection lands,
+    and claimed by an abstract Unix socket named after it, which every rig on the machine
+    respects and which goes with the process that holds it (no file is left behind)."""
+    top = _ephemeral_low()
+    bottom = max(1024, top - 12000)
+    for _ in range(2000):
+        port = random.randrange(bottom, top)
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            claim.bind(f"\0groove-rig-port-{port}")
+            with socket.socket(socket.AF_INET, kind) as s:
+                s.bind((LOOPBACK, port))
+        except OSError:
+            claim.close()
+            continue
+        _claimed.append(claim)
+        return port
+    raise RuntimeError(f"no free loopback port in {bottom}..{top - 1}")
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+    return _claim(socket.SOCK_STREAM)
 
 
 def free_udp_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+    return _claim(socket.SOCK_DGRAM)
 
 
 _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
