@@ -156,12 +156,12 @@ extension DaemonTestCase {
             let silentMs = raw.longestSilenceMs(onTimeFromUs: at - 500_000, toUs: at + Int64(g.ms) * 1000 + 500_000)
             return silentMs >= 150 && silentMs * 2 >= Double(g.ms)
         }
+        func gapText(_ gs: [HeardGap]) -> String { gs.map { "\(Double($0.us - cleanUs) / 1e6) s \($0.ms) ms" }.joined(separator: ", ") }
         let heardGaps = rec.gaps(fromUs: cleanUs, toUs: endUs, candidates: tones)
         let gaps = heardGaps.filter { !theServers($0) }
         if !serversOwn.isEmpty || gaps.count < heardGaps.count {
-            print("not judged, the server's own silence: changes \(serversOwn); gaps \(heardGaps.filter(theServers).map { "\(Double($0.us - cleanUs) / 1e6) s \($0.ms) ms" })")
+            print("not judged, the server's own silence: changes \(serversOwn); gaps \(gapText(heardGaps.filter(theServers)))")
         }
-        func gapText(_ gs: [HeardGap]) -> String { gs.map { "\(Double($0.us - cleanUs) / 1e6) s \($0.ms) ms" }.joined(separator: ", ") }
         print("cushion at changes (\(Self.soundKind)): lag behind the server and title − heard per change, ms — clean: "
               + "\(text(clean)) | stalls: \(text(during)) | healed (from \(Double(healedUs - cleanUs) / 1e6) s): \(text(healed)); "
               + "gaps mid-track \(gapText(gaps.filter(\.midTrack))), at changes \(gapText(gaps.filter { !$0.midTrack })); "
