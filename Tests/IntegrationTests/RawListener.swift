@@ -145,12 +145,7 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
         let near = frames.filter { abs(origin + Int64($0.end) * 1_000_000 / r - fromUs) <= 5_000_000 }.map(\.us).min() ?? origin
         let a = max(0, min(all.count, Int((fromUs - near) * r / 1_000_000)))
         let b = max(a, min(all.count, Int((toUs - near) * r / 1_000_000)))
-        var longest = 0, run = 0
-        for v in all[a..<b] {
-            run = abs(Int(v)) <= 100 ? run + 1 : 0
-            longest = max(longest, run)
-        }
-        return Double(longest) * 1000 / Double(r)
+        return Double(SwitchHearing.longestRun(all[a..<b], within: 100)) * 1000 / Double(r)
     }
 
     // MARK: - StreamingGetDelegate (on the network thread)

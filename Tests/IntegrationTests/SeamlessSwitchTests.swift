@@ -36,12 +36,17 @@ enum SwitchHearing {
     /// The longest run of near-silent samples (|x| ≤ 4 of 32767: a sine of the rig's level is
     /// that close to 0 for a sample or two at each crossing), ms.
     static func longestSilenceMs(_ w: [Int16]) -> Double {
+        Double(longestRun(w, within: 4)) * 1000 / Double(Recorder.rate)
+    }
+
+    /// The longest run of samples within ±`limit` of zero, in samples.
+    static func longestRun(_ w: some Sequence<Int16>, within limit: Int) -> Int {
         var longest = 0, run = 0
         for v in w {
-            run = abs(Int(v)) <= 4 ? run + 1 : 0
+            run = abs(Int(v)) <= limit ? run + 1 : 0
             longest = max(longest, run)
         }
-        return Double(longest) * 1000 / Double(Recorder.rate)
+        return longest
     }
 
     /// Where `w` lies within 10 ms of a silence (8 samples and more near 0; the rig's sine is
