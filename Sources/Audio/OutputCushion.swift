@@ -12,6 +12,8 @@ struct OutputCushion {
     private(set) var target: CushionTarget
     /// The target last said in the log.
     private var toldTargetMs: Int
+    /// The least delay last said in the log (--verbose).
+    private var toldLeastMs = Int.max
     /// The heard delay before the drops since the last measure (for the log).
     private var delayBeforeDropMs = 0
     /// What the sound server held at the last measure.
@@ -77,7 +79,13 @@ struct OutputCushion {
     mutating func padding(_ f: DecodedFrame, onTimeMs: Int?, nowMs: Int, stats: StreamStats) -> ChangePad.Treatment {
         let room = policy.excessMs(nowMs: nowMs).map { policy.marginMs.subtracting(saturating: $0) }
         let want = room.flatMap { r in padMs().map { min($0, r) } }
+        let coming = pad.changes.count
         let t = pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: want, leastMs: policy.marginMs / 2)
+        if pad.changes.count < coming && t.silenceMs == 0 && target.targetMs > 0 {
+            Log.debug("stream: no silence grown at a track change: \(want.map { "\($0) ms wanted" } ?? "the want unknown") (the cushion "
+                      + "\(target.targetMs) ms above the least heard delay \(leastDelayMs.map(String.init) ?? "unknown") ms, heard delay "
+                      + "\(delayBeforeDropMs) ms, room \(room.map(String.init) ?? "unknown") ms)")
+        }
         if let x = t.paddedChangeMs { stats.changeHeardLater(onTimeMs: x, laterMs: pad.aroundMs) }
         return t
     }
@@ -186,6 +194,10 @@ struct OutputCushion {
         if let t = m.newTargetMs { Log.info("stream: the cushion kept against stalls is \(t) ms") }
         delayBeforeDropMs = delayMs
         if delayMs > 0 { leastDelayMs = min(leastDelayMs ?? delayMs, delayMs) }
+        if let least = leastDelayMs, least < toldLeastMs.subtracting(saturating: 100) {
+            toldLeastMs = least
+            Log.debug("stream: the least heard delay on this connection is \(least) ms")
+        }
         stats.cushion(target, backlogMs: backlogMs(nowMs: nowMs))
     }
 
