@@ -57,7 +57,9 @@ struct Change {
 extension DaemonTestCase {
     /// The way back towards live at a track change (#24 item 2), through the rig's link, with
     /// the house changing track (Mopidy's `next`) every 10 s: a clean link, then a stall of
-    /// 2500 ms and four of 1500 ms every 7.5 s, then a clean link again. The first stall is heard,
+    /// 2500 ms and four of 1500 ms every 7.5 s, then a clean link again. On the clean link the
+    /// bridge plays near live (each change after the first heard within 1.3 s of leaving
+    /// Icecast, where mpv plays Icecast's burst, 3 s behind). The first stall is heard,
     /// and its backlog stays as a cushion: the stalls after it are not heard (no gap of 150 ms or
     /// more, mid-track or at a change: a busy machine's own underruns are shorter). Once the
     /// cushion is let go, the backlog goes at a track change: the old track's end is dropped and
@@ -171,6 +173,12 @@ extension DaemonTestCase {
 
         XCTAssertGreaterThanOrEqual(clean.count, 2, "changes on the clean link")
         XCTAssertGreaterThanOrEqual(healed.count, 6, "changes after the link healed")
+        // Near live on a clean link (#24: at most 1.1 s behind the server, a release build on a
+        // quiet machine; mpv plays Icecast's burst, 3.1–3.2 s behind): the clean link's changes
+        // after the first (a join's backlog goes at the first) heard within 1.3 s of leaving
+        // Icecast, a debug build with both cores busy included (573–935 ms in CI runs; the
+        // server's own part, Mopidy's event to Icecast, ~0.27 s more).
+        XCTAssertLessThanOrEqual(clean.dropFirst().map(\.ownMs).max() ?? Int.max, 1300, "far behind live on a clean link: \(text(clean))")
         // The bridge's own lag (heard − when it left Icecast): the rig's encoder, jolted by the
         // queue's changes, moves the lag behind Mopidy's event by as much for every listener.
         // The least of the clean link's (a busy machine's underrun there adds to the later ones).
