@@ -79,12 +79,18 @@ struct OutputCushion {
     mutating func padding(_ f: DecodedFrame, onTimeMs: Int?, nowMs: Int, stats: StreamStats) -> ChangePad.Treatment {
         let room = policy.excessMs(nowMs: nowMs).map { policy.marginMs.subtracting(saturating: $0) }
         let want = room.flatMap { r in padMs().map { min($0, r) } }
-        let coming = pad.changes.count
+        let coming = pad.changes.count, next = pad.changes.first
         let t = pad.treat(onTimeMs: onTimeMs, frameMs: f.format.milliseconds(frames: f.samples), wantMs: want, leastMs: policy.marginMs / 2)
-        if pad.changes.count < coming && t.silenceMs == 0 && target.targetMs > 0 {
-            Log.debug("stream: no silence grown at a track change: \(want.map { "\($0) ms wanted" } ?? "the want unknown") (the cushion "
-                      + "\(target.targetMs) ms above the least heard delay \(leastDelayMs.map(String.init) ?? "unknown") ms, heard delay "
-                      + "\(delayBeforeDropMs) ms, room \(room.map(String.init) ?? "unknown") ms)")
+        if pad.changes.count < coming && t.silenceMs == 0 && policy.extraMs > 0 {
+            // Let go before its window began (the decoder was past it: a cut, a join), or reached
+            // with too little wanted.
+            var why = want.map { "\($0) ms wanted" } ?? "the want unknown"
+            if let start = onTimeMs, let x = next, start > x.subtracting(saturating: pad.aroundMs) {
+                why = "its window had begun, the decoder at \(start.subtracting(saturating: x)) ms from it"
+            }
+            Log.debug("stream: no silence grown at a track change: \(why)"
+                      + " (the cushion \(policy.extraMs) ms above the least heard delay \(leastDelayMs.map(String.init) ?? "unknown") ms, "
+                      + "heard delay \(delayBeforeDropMs) ms, room \(room.map(String.init) ?? "unknown") ms)")
         }
         if let x = t.paddedChangeMs { stats.changeHeardLater(onTimeMs: x, laterMs: pad.aroundMs) }
         return t

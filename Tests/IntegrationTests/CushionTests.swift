@@ -81,10 +81,11 @@ extension StreamAudioTestCase {
               + "\(after.localDelayMs) after the server's pause; input backlog \(stalled.inputBacklogMs) / \(let_go.inputBacklogMs) / "
               + "\(after.inputBacklogMs) ms; dropped \(after.droppedForLiveMs) ms in \(after.dropsForLive) run(s)")
     }
+
     /// Short stalls, the link most Wi-Fi is (#24's "500 ms stalls every 5 s"): a 500 ms stall
     /// delays the next Ogg page by 80–500 ms, by where in the page rhythm (~0.42 s) it falls, and
     /// a clean link holds less than the worst of that here (its lag stays near 1 s behind the
-    /// server), so one stall may be heard. Asserted: at most one is (gaps of 100 ms or more, each
+    /// server), so one stall may be heard. Asserted: at most one is (gaps of 150 ms or more, each
     /// within 1 s of the one before, and none after; the hold after a stall that ran the output
     /// dry makes it longer, so that the next ones are ridden out), and a stall heard leaves a
     /// cushion. Eight stalls; figures and the player's log printed.
@@ -95,10 +96,11 @@ extension StreamAudioTestCase {
         defer { Log.setLevel(level) }
         let (p, clean) = try playOnLink(name, cleanSeconds: 4)
 
-        // Stalls of 500 ms every 5 s: the first from 5 s after the plan, the eighth from 40 s.
+        // Stalls of 500 ms every 5 s: the first from 5 s after the plan, the eighth from 40 s, the
+        // ninth (from 45 s) not waited for.
         let stalls = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": ["stall_ms": 500, "every_s": 5]]) as? [String: Any])
         let sinceUs = Int64(try XCTUnwrap(stalls["since"] as? Double) * 1_000_000)
-        XCTAssertTrue(waitUntil(50) { monotonicUs() - sinceUs > 42_000_000 })  // eight stalls (a window, not an event)
+        XCTAssertTrue(waitUntil(53) { monotonicUs() - sinceUs > 44_000_000 })  // eight stalls, the last heard (a window, not an event)
         let endUs = monotonicUs()
         let stalled = p.currentFigures
         try rig.command(["cmd": "link", "name": name, "plan": [String: Any]()])
@@ -107,7 +109,7 @@ extension StreamAudioTestCase {
         // play between the stall's silence and the hold's): gaps within 1 s of the one before are
         // one stall heard.
         var heard: [[HeardGap]] = []
-        for g in gaps where g.ms >= 100 {
+        for g in gaps where g.ms >= 150 {
             if let last = heard.last?.last, g.us <= last.us + Int64(last.ms) * 1000 + 1_000_000 {
                 heard[heard.count - 1].append(g)
             } else {
