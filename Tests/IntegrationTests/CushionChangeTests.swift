@@ -11,6 +11,13 @@ struct HeardGap {
     var midTrack: Bool
 }
 
+extension Sequence<HeardGap> {
+    /// "when s: how long ms" of each, when counted from `fromUs` (for the figures tests print).
+    func text(fromUs: Int64) -> String {
+        map { "\(Double($0.us - fromUs) / 1e6) s: \($0.ms) ms" }.joined(separator: ", ")
+    }
+}
+
 extension Recorder {
     /// Runs of at least 10 ms of samples within ±100 of zero (the rig's tones peak far above)
     /// heard from `fromUs` to `toUs`, each with the tones 50 ms either side of it.
@@ -158,15 +165,14 @@ extension DaemonTestCase {
             let silentMs = raw.longestSilenceMs(onTimeFromUs: at - 500_000, toUs: at + Int64(g.ms) * 1000 + 500_000)
             return silentMs >= 150 && silentMs * 2 >= Double(g.ms)
         }
-        func gapText(_ gs: [HeardGap]) -> String { gs.map { "\(Double($0.us - cleanUs) / 1e6) s \($0.ms) ms" }.joined(separator: ", ") }
         let heardGaps = rec.gaps(fromUs: cleanUs, toUs: endUs, candidates: tones)
         let gaps = heardGaps.filter { !theServers($0) }
         if !serversOwn.isEmpty || gaps.count < heardGaps.count {
-            print("not judged, the server's own silence: changes \(serversOwn); gaps \(gapText(heardGaps.filter(theServers)))")
+            print("not judged, the server's own silence: changes \(serversOwn); gaps \(heardGaps.filter(theServers).text(fromUs: cleanUs))")
         }
         print("cushion at changes (\(Self.soundKind)): lag behind the server and title − heard per change, ms — clean: "
               + "\(text(clean)) | stalls: \(text(during)) | healed (from \(Double(healedUs - cleanUs) / 1e6) s): \(text(healed)); "
-              + "gaps mid-track \(gapText(gaps.filter(\.midTrack))), at changes \(gapText(gaps.filter { !$0.midTrack })); "
+              + "gaps mid-track \(gaps.filter(\.midTrack).text(fromUs: cleanUs)), at changes \(gaps.filter { !$0.midTrack }.text(fromUs: cleanUs)); "
               + "cushion up to \(numbers(#"stalls is \d+ ms"#).max() ?? 0) ms; dropped \(dropped.reduce(0, +)) ms in \(dropped.count) drop(s)\n"
               + lines.joined(separator: "\n"))
         fflush(nil)  // the figures, before the process may end
@@ -191,7 +197,7 @@ extension DaemonTestCase {
         XCTAssertNotNil(first, "the first stall, longer than all a join holds, was not heard")
         if let first {
             let later = gaps.filter { $0.us > first.us + Int64(first.ms) * 1000 + 1_000_000 && $0.ms >= 150 }
-            XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(gapText(later))")
+            XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(later.text(fromUs: cleanUs))")
         }
         // The way back: a cut at a change after the link healed, within 60 s of it, that comes
         // off the lag, heard: the first change heard 500 ms and more sooner than the one before.

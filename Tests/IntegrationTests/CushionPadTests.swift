@@ -79,9 +79,8 @@ extension DaemonTestCase {
         func near(_ g: HeardGap) -> Bool { g.us > heardUs - 2_000_000 && g.us < heardUs + 1_000 }
         let atChange = gaps.filter { !$0.midTrack && near($0) }
         let titleMs = titles.first(change.title, fromUs: change.us - 100_000).map { Int(($0 - heardUs) / 1000) }
-        func text(_ gs: [HeardGap]) -> String { gs.map { "\(Double($0.us - startUs) / 1e6) s \($0.ms) ms" }.joined(separator: ", ") }
         print("cushion grown at a change (\(Self.soundKind)): silence told \(grown) ms, status \(grownStatus.map(String.init) ?? "none"); "
-              + "gaps at the change \(text(atChange)); mid-track \(text(gaps.filter(\.midTrack))); the stalls "
+              + "gaps at the change \(atChange.text(fromUs: startUs)); mid-track \(gaps.filter(\.midTrack).text(fromUs: startUs)); the stalls "
               + "\(Double(heardStall.fromUs - startUs) / 1e6) s and \(Double(riddenStall.fromUs - startUs) / 1e6) s; "
               + "the new track heard \(Double(heardUs - change.us) / 1e6) s after Mopidy's event, its title \(titleMs.map(String.init) ?? "none") ms after")
         fflush(nil)  // the figures, before the process may end
@@ -92,7 +91,7 @@ extension DaemonTestCase {
         let silence = try XCTUnwrap(grown.first)
         XCTAssertTrue(silence > 150 && silence <= 600, "\(silence) ms of silence at the change, for 400 ms more wanted")
         XCTAssertEqual(grownStatus, silence, "status counts the silence at the change")
-        XCTAssertEqual(atChange.count, 1, "gaps at the change: \(text(atChange))")
+        XCTAssertEqual(atChange.count, 1, "gaps at the change: \(atChange.text(fromUs: startUs))")
         if let g = atChange.first {
             XCTAssertGreaterThanOrEqual(g.ms, silence + 300 - 30, "the silence at the change, and its window, not heard")
             XCTAssertLessThanOrEqual(g.ms, silence + 300 + 93 + 100, "more than the silence and its window at the change")

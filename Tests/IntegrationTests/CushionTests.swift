@@ -51,7 +51,7 @@ extension StreamAudioTestCase {
         // are shorter).
         let gaps = recorder.gaps(fromUs: sinceUs + 7_500_000, toUs: monotonicUs(), candidates: tones).filter { $0.ms >= 150 }
         let later = gaps.dropFirst().filter { $0.us > gaps[0].us + Int64(gaps[0].ms) * 1000 + 1_000_000 }
-        XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(later.map { "\(Double($0.us - sinceUs) / 1e6) s: \($0.ms) ms" })")
+        XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(later.text(fromUs: sinceUs))")
 
         // The link heals: the cushion goes 30 s after the last sign of need, within 60 s.
         let healed = try XCTUnwrap(rig.command(["cmd": "link", "name": name, "plan": [String: Any]()]) as? [String: Any])
@@ -75,7 +75,7 @@ extension StreamAudioTestCase {
         resumed = true
         XCTAssertNotNil(recorder.waitForTone(try expectedTone(), candidates: tones, timeout: 8), "no tone after the server's pause")
         let after = p.currentFigures
-        print("cushion (\(Self.soundKind)): gaps of the stalls \(gaps.map { "\(Double($0.us - sinceUs) / 1e6) s: \($0.ms) ms" }); target \(grown.cushionTargetMs) ms \(Double(grownUs - sinceUs) / 1e6) s after the stalls began, "
+        print("cushion (\(Self.soundKind)): gaps of the stalls \(gaps.text(fromUs: sinceUs)); target \(grown.cushionTargetMs) ms \(Double(grownUs - sinceUs) / 1e6) s after the stalls began, "
               + "\(stalled.cushionTargetMs) ms after four, let go \(Double(letGoUs - healedUs) / 1e6) s after the link healed; "
               + "heard delay \(clean.localDelayMs) ms clean, \(stalled.localDelayMs) after the stalls, \(let_go.localDelayMs) when let go, "
               + "\(after.localDelayMs) after the server's pause; input backlog \(stalled.inputBacklogMs) / \(let_go.inputBacklogMs) / "
@@ -117,11 +117,10 @@ extension StreamAudioTestCase {
             }
         }
         let later = heard.dropFirst().flatMap { $0 }
-        func text(_ gs: [HeardGap]) -> String { gs.map { "\(Double($0.us - sinceUs) / 1e6) s: \($0.ms) ms" }.joined(separator: ", ") }
-        print("short stalls (\(Self.soundKind)): gaps \(text(gaps)); heard delay \(clean.localDelayMs) ms clean, "
+        print("short stalls (\(Self.soundKind)): gaps \(gaps.text(fromUs: sinceUs)); heard delay \(clean.localDelayMs) ms clean, "
               + "\(stalled.localDelayMs) ms after eight stalls; cushion \(stalled.cushionTargetMs) ms; input backlog \(stalled.inputBacklogMs) ms")
         fflush(nil)  // the figures, before the process may end
-        XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(text(later))")
+        XCTAssertEqual(later.map(\.ms), [], "stalls heard after the first: \(later.text(fromUs: sinceUs))")
         if !heard.isEmpty { XCTAssertGreaterThan(stalled.cushionTargetMs, 0, "a stall was heard, and no cushion kept") }
     }
 }
