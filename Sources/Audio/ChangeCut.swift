@@ -103,17 +103,17 @@ struct ChangeCut {
     }
 }
 
-/// The on-time moments of the track changes the server announced (`StreamPlayer.findBoundary`),
+/// The on-time moments of the track changes the server announced (`StreamPlayer.changeAnnounced`),
 /// from any thread to the decoder thread, which takes them with each frame. Kept apart from
 /// `BoundaryRequests` (whose requests `BoundaryWatch` takes), and filled whether or not the
 /// decoder watches for boundaries.
 final class ComingChanges: Sendable {
     private let pending = Mutex<[Int]>([])
 
-    func add(_ r: BoundaryRequest) {
+    func add(_ onTimeMs: Int) {
         pending.withLock {
             if $0.count >= ChangeCut.limit { $0.removeFirst() }
-            $0.append(r.onTimeMs)
+            $0.append(onTimeMs)
         }
     }
 

@@ -99,13 +99,14 @@ public final class StreamPlayer: @unchecked Sendable {
 
     public func setDelegate(_ d: StreamPlayerDelegate?) { monitor.withLock { _delegate = d } }
 
+    /// A track change the server announced, at its on-time moment (`BoundaryRequest.onTimeMs`):
+    /// the output may cut the end of the track before it to come back towards live (`ChangeCut`)
+    /// or grow the cushion at it (`ChangePad`).
+    public func changeAnnounced(onTimeMs: Int) { stats.comingChanges.add(onTimeMs) }
+
     /// Looks for a track change in the audio around when it is expected to be heard; the answer
-    /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded. The output may
-    /// also cut the end of the track before it to come back towards live (`ChangeCut`).
-    public func findBoundary(_ r: BoundaryRequest) {
-        boundaries.add(r)
-        stats.comingChanges.add(r)
-    }
+    /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded.
+    public func findBoundary(_ r: BoundaryRequest) { boundaries.add(r) }
 
     /// Whether the decoder keeps what it needs to find boundaries (a few numbers per 10 ms of
     /// audio): only while the server's delay is learned.

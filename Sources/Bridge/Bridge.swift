@@ -131,6 +131,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             case .configure(let c): stream?.update(config: c)
             case .retryNow: stream?.retryNow()
             case .hold(let on): stream?.hold(on)
+            case .changeAnnounced(let ms): stream?.changeAnnounced(onTimeMs: ms)
             case .findBoundary(let r): stream?.findBoundary(r)
             case .silence(let s): stream?.silence(s)
             }

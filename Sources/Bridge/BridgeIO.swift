@@ -180,7 +180,10 @@ public enum StreamCommand: Equatable, Sendable {
     /// Ends the wait between attempts (`StreamPlayer.retryNow`), or holds retries (no network).
     case retryNow
     case hold(Bool)
-    /// Look for a track change in the audio (`StreamPlayer.findBoundary`).
+    /// A track change is coming at this on-time moment: the cushion may cut before it or grow
+    /// at it (`StreamPlayer.changeAnnounced`), learning or not.
+    case changeAnnounced(onTimeMs: Int)
+    /// Look for a track change in the audio to learn the server's delay (`StreamPlayer.findBoundary`).
     case findBoundary(BoundaryRequest)
     /// The house's pause or stop is shown: what is decoded is silenced (`StreamPlayer.silence`).
     case silence(HouseSilence)

@@ -132,7 +132,7 @@ public struct BridgeState: Sendable {
         var heldMs: Int
         var event: MopidyEvent
         /// A track start's on-time moment in the stream, as the stream was told it
-        /// (`lookForBoundary`; nil: it was not).
+        /// (`announceChange`; nil: it was not).
         var onTimeMs: Int? = nil
         /// Heard this much after the delay says (`heardLater`).
         var laterMs = 0

@@ -22,7 +22,7 @@ extension BridgeState {
         if userAsked, e.startsOrResumesTrack { userAskedStarts -= 1 }
         let (delay, measured) = heardDelay(m)
         // A replayed change is dated by the fetch's end, not by Mopidy: no measure of the delay.
-        let onTimeMs = isStart && delay > 0 && !replayed ? lookForBoundary(m, &fx) : nil
+        let onTimeMs = isStart && delay > 0 && !replayed ? announceChange(m, &fx) : nil
         if delay <= 0 || (isStart && userAsked) || (userAsked && lastDueMs <= now) {
             if isStart {
                 // Newer than anything held: what still waits is dropped.
@@ -45,7 +45,7 @@ extension BridgeState {
     /// the new track's first moments with the old one's last (`ChangeCut`): the new track is
     /// heard `laterMs` after the change's on-time moment `onTimeMs`, so its start,
     /// still held, is shown that much later, through every retiming, and nothing held after it
-    /// sooner. The start is the one the stream was told of at that moment (`lookForBoundary`);
+    /// sooner. The start is the one the stream was told of at that moment (`announceChange`);
     /// told again, it moves no further.
     mutating func heardLater(onTimeMs: Int, laterMs: Int, _ m: Moment, _ fx: inout [Effect]) {
         let later = min(max(0, laterMs), BridgeTuning.heardLaterCapMs)

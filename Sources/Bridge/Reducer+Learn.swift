@@ -62,15 +62,19 @@ extension BridgeState {
         config.heardSyncLearn && learner.startMs == config.serverDelayMs ? learner.estimateMs : config.serverDelayMs
     }
 
-    /// The server announced a track change now: look for it in the music, while this computer
-    /// plays the stream. The change's on-time moment the stream is told (nil: none is), by which
-    /// it names the change later (`heardLater`).
-    mutating func lookForBoundary(_ m: Moment, _ fx: inout [Effect]) -> Int? {
-        guard config.heardSyncLearn, local.stream == .playing else { return nil }
-        if learner.startMs != config.serverDelayMs { learner = ServerDelayLearner(startMs: config.serverDelayMs) }
+    /// The server announced a track change now, while this computer plays the stream: the
+    /// stream is told where the change is (its cushion may cut before it or grow at it), and,
+    /// while the server's delay is learned, asked to look for it in the music. Returns the
+    /// change's on-time moment, by which the stream names it later (`heardLater`).
+    mutating func announceChange(_ m: Moment, _ fx: inout [Effect]) -> Int? {
+        guard local.stream == .playing else { return nil }
+        if config.heardSyncLearn && learner.startMs != config.serverDelayMs {
+            learner = ServerDelayLearner(startMs: config.serverDelayMs)
+        }
         let window = learner.boundaries == 0 ? Self.firstBoundaryWindowMs : Self.boundaryWindowMs
         let request = BoundaryRequest(changedAtMs: m.nowMs, serverDelayMs: serverDelayMs, windowMs: window)
-        fx.append(.stream(.findBoundary(request)))
+        fx.append(.stream(.changeAnnounced(onTimeMs: request.onTimeMs)))
+        if config.heardSyncLearn { fx.append(.stream(.findBoundary(request))) }
         return request.onTimeMs
     }
 

@@ -26,7 +26,7 @@ final class LearnReducerTests: XCTestCase {
         var r = Rig()
         r.learning = true
         r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
-        XCTAssertEqual(r.take().first, "look for the change of 10000 ms, 400 ms on")
+        XCTAssertEqual(r.take(), ["a change at 10400 ms", "look for the change of 10000 ms, 400 ms on"])
         XCTAssertEqual(r.state.learner.lookedAt, 0)
     }
 
@@ -78,6 +78,23 @@ final class LearnReducerTests: XCTestCase {
                                             offsetMs: 900)))
         XCTAssertEqual(r.state.serverDelayMs, 400)
         XCTAssertEqual(r.state.heardDelayMs(r.moment), 1400)
+    }
+
+    /// The cushion's way back towards live and its growth at track changes need to know where
+    /// the changes are, whether the server's delay is learned or fixed; a start whose new track
+    /// is heard later (muted at a grown cushion) is shown that much later either way.
+    func testWithLearningOffTheStreamStillKnowsWhereChangesAre() {
+        var c = Rig.config
+        c.heardSyncLearn = false
+        var r = Rig(config: c)
+        r.learning = true
+        r.feed(.event(.trackPlaybackStarted(ReducerTests.two)))
+        XCTAssertEqual(r.take(), ["a change at 10400 ms"], "told the change, not asked to look for it")
+        r.feed(.streamChangeHeardLater(onTimeMs: 10_400, laterMs: 300))
+        r.advance(toMs: 10_000 + 1400 + 299)
+        XCTAssertEqual(r.title, "One", "shown before its new track is heard")
+        r.advance(toMs: 10_000 + 1400 + 300)
+        XCTAssertEqual(r.title, "Two")
     }
 
     func testAReloadWithAnotherServerDelayStartsAgainFromIt() {

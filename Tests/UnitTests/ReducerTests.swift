@@ -79,6 +79,7 @@ final class ReducerTests: XCTestCase {
                     if case .resync = c { trace.append("call resync"); break }
                     if lists || ![.refreshTracklist, .refreshPlaylists].contains(c) { trace.append("call \(c)") }
                 case .stream(.findBoundary(let r)): if learning { trace.append("look for the change of \(r.changedAtMs) ms, \(r.serverDelayMs) ms on") }
+                case .stream(.changeAnnounced(let ms)): if learning { trace.append("a change at \(ms) ms") }
                 case .stream(.silence(let s)):
                     guard silences else { break }
                     switch s {
