@@ -1,5 +1,6 @@
 import CPulse
 import Support
+import Synchronization
 
 /// The decoder thread's one place to wait: libpulse's `pa_mainloop`, run by hand
 /// (prepare/poll/dispatch) whenever the decoder has nothing to do — no bytes in the ring, no room
@@ -12,6 +13,9 @@ import Support
 /// else belongs to the decoder thread.
 final class AudioLoop: @unchecked Sendable {
     let mainloop: OpaquePointer
+    /// A `wake()` came since the last `wait` looked: pa_mainloop_prepare empties the wake-up pipe
+    /// before it polls, so one written just before would be lost without this.
+    private let woken = Atomic<Bool>(false)
 
     init() { mainloop = pa_mainloop_new() }
 
@@ -24,7 +28,10 @@ final class AudioLoop: @unchecked Sendable {
 
     /// Ends the current or next `wait` early. Callers wait in a loop on their own condition, so a
     /// wake-up with nothing for them is harmless.
-    func wake() { pa_mainloop_wakeup(mainloop) }
+    func wake() {
+        woken.store(true, ordering: .sequentiallyConsistent)
+        pa_mainloop_wakeup(mainloop)
+    }
 
     /// Handles the sound server's messages until one arrived, `wake()` was called, or
     /// `deadlineMs` (monotonic; nil: no deadline) passed.
@@ -32,6 +39,8 @@ final class AudioLoop: @unchecked Sendable {
         // pa_mainloop_prepare takes µs; -1 is "no timeout".
         let timeoutUs = deadlineMs.map { Int32(clamping: max(0, $0 - monotonicMs()) * 1000) } ?? -1
         guard pa_mainloop_prepare(mainloop, timeoutUs) >= 0 else { return }
+        // A wake-up the preparation swallowed: the poll returns at once.
+        if woken.exchange(false, ordering: .sequentiallyConsistent) { pa_mainloop_wakeup(mainloop) }
         _ = pa_mainloop_poll(mainloop)
         _ = pa_mainloop_dispatch(mainloop)
     }
