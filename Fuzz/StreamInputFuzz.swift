@@ -1,32 +1,30 @@
-// libFuzzer target: the stream input path before libFLAC: sniffing, Ogg page splitting of any
-// bytes fed in pieces, and where the join starts decoding (frame headers, granule positions).
+// libFuzzer target: the stream input path before libFLAC: sniffing, Ogg page splitting and the
+// cutting of any bytes, fed in pieces, into FLAC units (FrameReader), native and Ogg.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     for type in ["audio/flac", "application/ogg", nil] {
         _ = StreamSniffer.classify(Array(bytes.prefix(8192)), contentType: type, url: "http://127.0.0.1/x")
     }
-    var splitter = OggPageSplitter()
-    var offset = 0
-    var total = 0
-    var granules: [Int64] = []
-    while offset < bytes.count {
-        let n = min(bytes.count - offset, 1 + Int(bytes[offset]) * 7)
-        splitter.feed(bytes[offset..<(offset + n)])
-        offset += n
-        while let page = splitter.next() {
-            total += page.bytes.count
-            _ = page.checksumValid
-            _ = page.frameSampleRate
-            granules.append(page.granule)
+    for ogg in [false, true] {
+        var reader = FrameReader(ogg: ogg)
+        var offset = 0, out = 0, frames: [FrameReader.Header] = []
+        while offset < bytes.count {
+            let n = min(bytes.count - offset, 1 + Int(bytes[offset]) * 7)
+            reader.feed(bytes[offset..<(offset + n)], arrival: Instant(ms: offset))
+            offset += n
+            while let u = reader.next() {
+                out += u.bytes.count
+                if let h = u.header { frames.append(h) }
+                precondition(u.bytes.count <= FrameReader.maxUnitBytes + 65_536, "a unit beyond the bound")
+            }
         }
-    }
-    precondition(total + splitter.skippedBytes <= bytes.count, "pages hold more than was fed")
-    let keep = Int64(bytes.first ?? 0) * 100
-    let cut = BurstSkip.oggStart(granules: granules, keepSamples: keep)
-    precondition(cut.index >= 0 && cut.index <= granules.count, "the Ogg start is outside the pages")
-    if let start = BurstSkip.nativeStart(bytes, keepMs: Int(bytes.last ?? 0)) {
-        precondition(start.offset > 0 && start.offset < bytes.count, "the native start is outside the bytes")
+        reader.finish()
+        while let u = reader.next() { out += u.bytes.count }
+        // Native units are the bytes themselves (less what came before the first frame); Ogg
+        // units are packets, less than the pages.
+        precondition(out <= bytes.count, "units hold more than was fed")
+        _ = frames
     }
     return 0
 }

@@ -1,5 +1,4 @@
 import Support
-import Synchronization
 
 /// A track change the server announced, to be looked for in the audio.
 ///
@@ -22,8 +21,8 @@ public struct BoundaryRequest: Sendable, Equatable {
     }
 
     /// The change's on-time moment: when its audio would have arrived had every page come on
-    /// time (monotonic ms), by which the stream names the change (`ComingChanges`,
-    /// `StreamPlayer.onChangeHeardLater`).
+    /// time (monotonic ms), by which the stream names the change (`StreamPlayer.changeAnnounced`,
+    /// `StreamEvent.changeHeardLater`).
     public var onTimeMs: Int { changedAtMs.adding(saturating: serverDelayMs) }
 }
 
@@ -42,76 +41,50 @@ public struct BoundaryHeard: Sendable, Equatable {
     }
 }
 
-/// Told what the decoder thread found (`StreamPlayer.findBoundary`). Called on the decoder
-/// thread: must not block and must not call back into the player.
-public protocol StreamBoundaryDelegate: AnyObject, Sendable {
-    func streamPlayer(boundaryHeard: BoundaryHeard)
-}
-
-/// Requests from any thread to the decoder thread, which takes them with each frame.
-final class BoundaryRequests: Sendable {
-    private let pending = Mutex<[BoundaryRequest]>([])
-    private let on = Atomic<Bool>(true)
-
-    /// Whether the decoder feeds the detector at all.
-    var watching: Bool {
-        get { on.load(ordering: .relaxed) }
-        set { on.store(newValue, ordering: .relaxed) }
-    }
-    /// Requests older than this many are dropped (no stream plays them).
-    static let limit = 16
-
-    func add(_ r: BoundaryRequest) {
-        pending.withLock {
-            if $0.count >= Self.limit { $0.removeFirst() }
-            $0.append(r)
-        }
-    }
-
-    func take() -> [BoundaryRequest] {
-        pending.withLock { p in
-            defer { p.removeAll(keepingCapacity: true) }
-            return p
-        }
-    }
-}
-
 /// The decoder thread's side: feeds the detector with each decoded frame and answers each
 /// request once the audio around it is decoded, in the connection's own positions. One per
 /// connection (positions start again with each).
-struct BoundaryWatch {
-    private var detector = BoundaryDetector()
-    private var waiting: [BoundaryRequest] = []
-    /// A request not answered this long after its time is dropped (the stream stopped or lags).
-    static let expiryMs = 30_000
+extension BoundaryDetector {
+    struct Watch {
+        private var detector = BoundaryDetector()
+        private var waiting: [BoundaryRequest] = []
+        /// A request not answered this long after its time is dropped (the stream stopped or lags).
+        static let expiryMs = 30_000
+        /// Requests older than this many are dropped (no stream plays them).
+        static let limit = 16
 
-    /// `f` was decoded at stream position `atMs`; `originMs` (HeardDelayEstimator) places
-    /// positions in time: position p arrives on time at origin + p.
-    mutating func decoded(_ f: DecodedFrame, atMs: Double, requests: BoundaryRequests, originMs: Double?,
-                          nowMs: Int, answer: (BoundaryHeard) -> Void) {
-        detector.add(planes: f.planes, channels: f.format.channels, samples: f.samples, bits: f.format.bitsPerSample,
-                     sampleRate: f.format.sampleRate, atMs: atMs)
-        waiting += requests.take()
-        guard !waiting.isEmpty, let originMs else { return }
-        waiting.removeAll { r in
-            let near = Double(r.onTimeMs) - originMs
-            let window = Double(max(0, r.windowMs))
-            if detector.isReady(nearMs: near, windowMs: window) {
-                let best = detector.best(nearMs: near, windowMs: window)
-                let clear = best.map(detector.isClear) ?? false
-                if let best {
-                    Log.debug("heard-now: the best boundary \(Int((best.positionMs - near).rounded())) ms from where it was "
-                              + "expected scores \(best.score), the next \(best.runnerUp): \(clear ? "clear" : "not clear")")
+        /// `f` was decoded at stream position `at`, with the requests made since the last frame;
+        /// `originMs` (`Playout.Delay`) places positions in time: position p arrives on time at
+        /// origin + p.
+        mutating func decoded(_ f: DecodedFrame, at position: StreamPosition, requests: [BoundaryRequest], originMs: Double?,
+                              now: Instant, answer: (BoundaryHeard) -> Void) {
+            let atMs = position.ms
+            let nowMs = now.ms
+            detector.add(planes: f.planes, channels: f.format.channels, samples: f.samples, bits: f.format.bitsPerSample,
+                         sampleRate: f.format.sampleRate, atMs: atMs)
+            waiting += requests
+            if waiting.count > Self.limit { waiting.removeFirst(waiting.count - Self.limit) }
+            guard !waiting.isEmpty, let originMs else { return }
+            waiting.removeAll { r in
+                let near = Double(r.onTimeMs) - originMs
+                let window = Double(max(0, r.windowMs))
+                if detector.isReady(nearMs: near, windowMs: window) {
+                    let best = detector.best(nearMs: near, windowMs: window)
+                    let clear = best.map(detector.isClear) ?? false
+                    if let best {
+                        Log.debug("heard-now: the best boundary \(Int((best.positionMs - near).rounded())) ms from where it was "
+                                  + "expected scores \(best.score), the next \(best.runnerUp): \(clear ? "clear" : "not clear")")
+                    }
+                    answer(BoundaryHeard(request: r, offsetMs: clear ? best.map { Int(($0.positionMs - near).rounded()) } : nil))
+                    return true
                 }
-                answer(BoundaryHeard(request: r, offsetMs: clear ? best.map { Int(($0.positionMs - near).rounded()) } : nil))
-                return true
+                if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: r.onTimeMs) > Self.expiryMs {
+                    Log.debug("heard-now: the audio around the change was not all decoded on this connection")
+                    answer(BoundaryHeard(request: r, offsetMs: nil))
+                    return true
+                }
+                return false
             }
-            if !detector.covers(nearMs: near, windowMs: window) || nowMs.subtracting(saturating: r.onTimeMs) > Self.expiryMs {
-                Log.debug("heard-now: the audio around the change was not all decoded on this connection")
-                answer(BoundaryHeard(request: r, offsetMs: nil))
-                return true
-            }
-            return false
         }
     }
 }

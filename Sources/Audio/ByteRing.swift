@@ -20,7 +20,7 @@ public final class ByteRing: @unchecked Sendable {
     private var bytesWritten = 0
     private var bytesRead = 0
     private var _lastReadArrivalMs = 0
-    /// Wakes a reader that waits elsewhere than on this ring's lock (`read(…, waitingWith:)`).
+    /// Wakes a reader that waits elsewhere than on this ring's lock (`tryRead`).
     private let wake: (@Sendable () -> Void)?
     private var readerWaits = false
 
@@ -28,8 +28,8 @@ public final class ByteRing: @unchecked Sendable {
     /// reader has is, whatever waited in between.
     public var lastReadArrivalMs: Int { monitor.withLock { _lastReadArrivalMs } }
 
-    /// `wake`: called (at most once per wait) when a reader that waits through `waitingWith`
-    /// has something to read, and on `cancel`.
+    /// `wake`: called (at most once per wait) when a reader that found nothing (`tryRead`) has
+    /// something to read, and on `cancel`.
     public init(capacity: Int, wake: (@Sendable () -> Void)? = nil) {
         self.capacity = capacity
         self.wake = wake
@@ -66,31 +66,35 @@ public final class ByteRing: @unchecked Sendable {
         }
     }
 
-    /// Reads up to `into.count` bytes, waiting until `deadlineMs` (nil: forever) for some: on
-    /// this ring's lock, or through `waitingWith` (called with the deadline, without the lock,
-    /// until `wake` is called or the deadline passed; it may return early). `oneArrival`: no
-    /// more than the bytes that arrived with the first (`lastReadArrivalMs` is then when every
-    /// byte read arrived, not only the last: a backlog read at once would date its oldest bytes
-    /// by its newest).
-    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil, oneArrival: Bool = false,
-                     waitingWith wait: ((Int?) -> Void)? = nil) -> ReadResult {
-        guard let wait else {
-            return monitor.withLock {
-                while count == 0 && !producerDone && !cancelled {
-                    if !monitor.wait(deadlineMs: deadlineMs) && count == 0 { return .timedOut }
-                }
-                return takeLocked(into: into, oneArrival: oneArrival)
+    /// Reads up to `into.count` bytes, waiting on this ring's lock until `deadlineMs` (nil:
+    /// forever) for some. `oneArrival`: no more than the bytes that arrived with the first
+    /// (`lastReadArrivalMs` is then when every byte read arrived, not only the last).
+    public func read(into: UnsafeMutableRawBufferPointer, deadlineMs: Int? = nil, oneArrival: Bool = false) -> ReadResult {
+        monitor.withLock {
+            while count == 0 && !producerDone && !cancelled {
+                if !monitor.wait(deadlineMs: deadlineMs) && count == 0 { return .timedOut }
             }
+            return takeLocked(into: into, oneArrival: oneArrival)
         }
-        while true {
-            let r = monitor.withLock { () -> ReadResult? in
-                if count > 0 || producerDone || cancelled { return takeLocked(into: into, oneArrival: oneArrival) }
-                if let d = deadlineMs, monotonicMs() >= d { return .timedOut }
+    }
+
+    public enum TryRead: Equatable {
+        /// This many bytes, all of which arrived at once, then.
+        case bytes(Int, arrival: Instant)
+        /// None yet: `wake` is called when some come (or the ring ends).
+        case empty
+        case ended
+    }
+
+    /// What arrived together next, without waiting (the decoder waits in its own loop).
+    public func tryRead(into: UnsafeMutableRawBufferPointer) -> TryRead {
+        monitor.withLock {
+            guard count > 0 || producerDone || cancelled else {
                 readerWaits = true
-                return nil
+                return .empty
             }
-            if let r { return r }
-            wait(deadlineMs)
+            guard case .bytes(let n) = takeLocked(into: into, oneArrival: true) else { return .ended }
+            return .bytes(n, arrival: Instant(ms: _lastReadArrivalMs))
         }
     }
 

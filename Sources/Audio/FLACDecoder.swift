@@ -1,90 +1,69 @@
 import CFLAC
 
-/// The sample format of decoded audio, from each frame's own header (a stream joined mid-way
-/// has no STREAMINFO, so the frame is the only source).
-public struct AudioFormat: Equatable, Sendable, CustomStringConvertible {
-    public var sampleRate: Int
-    public var channels: Int
-    public var bitsPerSample: Int
-
-    public init(sampleRate: Int, channels: Int, bitsPerSample: Int) {
-        self.sampleRate = sampleRate
-        self.channels = channels
-        self.bitsPerSample = bitsPerSample
-    }
-
-    /// Bytes per sample in the sink: 16-bit stays 16, anything wider is sent as 32-bit.
-    public var sinkBytesPerSample: Int { bitsPerSample <= 16 ? 2 : 4 }
-    public var sinkBytesPerFrame: Int { sinkBytesPerSample * channels }
-
-    public func milliseconds(frames: Int) -> Int { sampleRate > 0 ? frames * 1000 / sampleRate : 0 }
-    /// The length of `bytes` of the sink's samples.
-    func milliseconds(bytes: Int) -> Int { milliseconds(frames: bytes / max(1, sinkBytesPerFrame)) }
-    /// Whole frames' worth of sink bytes in `ms` milliseconds (at least one frame).
-    public func sinkBytes(milliseconds ms: Int) -> Int { max(1, sampleRate * ms / 1000) * sinkBytesPerFrame }
-
-    public var description: String { "FLAC \(bitsPerSample)-bit \(sampleRate) Hz \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) ch")" }
-}
-
-/// One decoded FLAC frame, valid only during the callback.
+/// One decoded FLAC frame, valid only during the call that hands it over.
 public struct DecodedFrame {
     public let format: AudioFormat
     public let samples: Int
     /// `channels` pointers to `samples` Int32 each (libFLAC's planar buffers).
     public let planes: UnsafePointer<UnsafePointer<Int32>?>
     /// The stream position of the frame's first sample, from its header: the same audio has the
-    /// same number on every connection to the mount (a switch lines connections up by it).
+    /// same number on every connection to the mount.
     public var firstSample: Int64 = 0
+
+    /// Digital silence: no sample of any channel beyond ±1 step of 16 bits (−90 dBFS) at 16 bits
+    /// and deeper, none but 0 below.
+    var isDigitalSilence: Bool {
+        let bits = format.bitsPerSample
+        guard (1...32).contains(bits), samples > 0 else { return false }
+        let limit: Int32 = bits >= 16 ? 1 << Int32(bits - 16) : 0
+        for c in 0..<format.channels {
+            guard let plane = planes[c] else { return false }
+            for i in 0..<samples where plane[i] > limit || plane[i] < -limit { return false }
+        }
+        return true
+    }
 }
 
-public enum DecoderInput {
-    case bytes(Int)
-    case end
-}
-
-/// libFLAC's stream decoder through read callbacks only (no seek/tell/length: it is a live
-/// stream). The only user of libFLAC. Not thread-safe: the decoder thread owns it.
+/// Decode, its second half: libFLAC's stream decoder, fed whole units (`FrameReader`) and never
+/// waiting for bytes: it reads only what `step`'s `supply` hands it, and `step` is called only
+/// when there is something to decode (a unit, or what libFLAC already holds). No seek or length
+/// callbacks (a live stream); a tell callback, so that what libFLAC holds unread is known. Native
+/// FLAC only: Ogg is unwrapped into native units before. The only user of libFLAC. Not
+/// thread-safe: the decoder thread owns it.
 final class FLACDecoder {
-    enum Container { case native, ogg }
-
     enum Outcome: Equatable {
-        /// The input ended (`read` returned `.end`).
-        case ended
-        /// The frame consumer asked to stop.
-        case stopped
-        /// libFLAC gave up (memory, or an unrecoverable state).
+        /// A frame went to `frame`.
+        case frame
+        /// A metadata block was read, or what was held led nowhere yet.
+        case other
+        /// libFLAC wanted more than there was: what it held is dropped, it starts afresh at the
+        /// next frame header.
+        case starved
+        /// libFLAC gave up on the stream (memory): a new decoder is needed.
         case failed(String)
     }
 
     private let decoder: UnsafeMutablePointer<FLAC__StreamDecoder>
-    private let read: (UnsafeMutableRawBufferPointer) -> DecoderInput
-    private let frame: (DecodedFrame) -> Bool
+    private var supply: (UnsafeMutableRawBufferPointer) -> Int = { _ in 0 }
+    private var frame: (DecodedFrame) -> Void = { _ in }
     private let corruption: () -> Void
-    private var consumerStopped = false
+    /// Bytes handed to libFLAC since it last started afresh (the tell callback's answer).
+    private var handed: UInt64 = 0
+    private var wrote = false
+    private var starved = false
 
-    /// `initialise` stands in for libFLAC's own init in a test of the failure path (nil: libFLAC's).
-    init?(container: Container, read: @escaping (UnsafeMutableRawBufferPointer) -> DecoderInput,
-          frame: @escaping (DecodedFrame) -> Bool, corruption: @escaping () -> Void,
-          initialise: ((UnsafeMutablePointer<FLAC__StreamDecoder>) -> FLAC__StreamDecoderInitStatus)? = nil)
-    {
+    /// `corruption`: libFLAC lost sync or a frame failed its CRC (it outputs that frame as
+    /// silence). `initialise` stands in for libFLAC's own init in a test of the failure path.
+    init?(corruption: @escaping () -> Void,
+          initialise: ((UnsafeMutablePointer<FLAC__StreamDecoder>) -> FLAC__StreamDecoderInitStatus)? = nil) {
         guard let d = FLAC__stream_decoder_new() else { return nil }
         decoder = d
-        self.read = read
-        self.frame = frame
         self.corruption = corruption
-        // Bit-exactness is checked by the frame CRCs; MD5 needs the whole stream, which a live
-        // stream never has.
+        // Bit-exactness is checked by the frame CRCs; MD5 needs the whole stream.
         FLAC__stream_decoder_set_md5_checking(d, 0)
         let me = Unmanaged.passUnretained(self).toOpaque()
-        let status: FLAC__StreamDecoderInitStatus
-        switch container {
-        case _ where initialise != nil:
-            status = initialise!(d)
-        case .native:
-            status = FLAC__stream_decoder_init_stream(d, flacRead, nil, nil, nil, nil, flacWrite, nil, flacError, me)
-        case .ogg:
-            status = FLAC__stream_decoder_init_ogg_stream(d, flacRead, nil, nil, nil, nil, flacWrite, nil, flacError, me)
-        }
+        let status = initialise?(d)
+            ?? FLAC__stream_decoder_init_stream(d, flacRead, nil, flacTell, nil, nil, flacWrite, nil, flacError, me)
         // Every stored property is set, so Swift runs `deinit` even when this initialiser fails:
         // `deinit` alone deletes the decoder.
         guard status == FLAC__STREAM_DECODER_INIT_STATUS_OK else { return nil }
@@ -94,33 +73,58 @@ final class FLACDecoder {
     /// finishing one whose init failed (still uninitialised) does nothing.
     deinit { FLAC__stream_decoder_delete(decoder) }
 
-    /// Decodes until the input ends or the consumer stops.
-    func run() -> Outcome {
-        while true {
-            let ok = FLAC__stream_decoder_process_single(decoder) != 0
-            if consumerStopped { return .stopped }
-            let state = FLAC__stream_decoder_get_state(decoder)
-            if state == FLAC__STREAM_DECODER_END_OF_STREAM || state == FLAC__STREAM_DECODER_ABORTED { return .ended }
-            if !ok {
-                if state == FLAC__STREAM_DECODER_OGG_ERROR || state == FLAC__STREAM_DECODER_SEEK_ERROR {
-                    // Recoverable for a live stream: start over on the following bytes.
-                    _ = FLAC__stream_decoder_flush(decoder)
-                    continue
-                }
-                return .failed(FLACDecoder.name(of: state))
-            }
+    /// Bytes handed to libFLAC and not yet decoded: a step can be taken on them alone.
+    var holdsBytes: Bool {
+        var position: UInt64 = 0
+        guard FLAC__stream_decoder_get_decode_position(decoder, &position) != 0 else { return false }
+        return position < handed
+    }
+
+    /// One frame or metadata block: libFLAC reads through `supply` (bytes copied into the buffer
+    /// given, 0 when there are none) and hands a decoded frame to `frame`.
+    func step(supply: @escaping (UnsafeMutableRawBufferPointer) -> Int, frame: @escaping (DecodedFrame) -> Void) -> Outcome {
+        self.supply = supply
+        self.frame = frame
+        defer {
+            self.supply = { _ in 0 }
+            self.frame = { _ in }
         }
+        wrote = false
+        starved = false
+        let ok = FLAC__stream_decoder_process_single(decoder) != 0
+        let state = FLAC__stream_decoder_get_state(decoder)
+        if starved || state == FLAC__STREAM_DECODER_END_OF_STREAM || state == FLAC__STREAM_DECODER_ABORTED
+            || (!ok && (state == FLAC__STREAM_DECODER_OGG_ERROR || state == FLAC__STREAM_DECODER_SEEK_ERROR)) {
+            restart(flushOnly: true)
+            return wrote ? .frame : .starved
+        }
+        if !ok { return .failed(FLACDecoder.name(of: state)) }
+        return wrote ? .frame : .other
+    }
+
+    /// A new logical stream: its metadata comes next.
+    func startAfresh() { restart(flushOnly: false) }
+
+    private func restart(flushOnly: Bool) {
+        _ = flushOnly ? FLAC__stream_decoder_flush(decoder) : FLAC__stream_decoder_reset(decoder)
+        handed = 0
     }
 
     fileprivate func onRead(_ buffer: UnsafeMutablePointer<UInt8>, _ bytes: UnsafeMutablePointer<Int>) -> FLAC__StreamDecoderReadStatus {
-        switch read(UnsafeMutableRawBufferPointer(start: buffer, count: bytes.pointee)) {
-        case .bytes(let n):
-            bytes.pointee = n
-            return FLAC__STREAM_DECODER_READ_STATUS_CONTINUE
-        case .end:
-            bytes.pointee = 0
+        let n = supply(UnsafeMutableRawBufferPointer(start: buffer, count: bytes.pointee))
+        bytes.pointee = n
+        guard n > 0 else {
+            // Never "continue" with nothing: libFLAC would ask again at once, for ever.
+            starved = true
             return FLAC__STREAM_DECODER_READ_STATUS_END_OF_STREAM
         }
+        handed &+= UInt64(n)
+        return FLAC__STREAM_DECODER_READ_STATUS_CONTINUE
+    }
+
+    fileprivate func onTell(_ offset: UnsafeMutablePointer<UInt64>) -> FLAC__StreamDecoderTellStatus {
+        offset.pointee = handed
+        return FLAC__STREAM_DECODER_TELL_STATUS_OK
     }
 
     fileprivate func onWrite(_ f: UnsafePointer<FLAC__Frame>, _ planes: UnsafePointer<UnsafePointer<Int32>?>) -> FLAC__StreamDecoderWriteStatus {
@@ -130,21 +134,83 @@ final class FLACDecoder {
         // STREAMINFO) the block size is the stream's own (RFC 9639 §9.1.5).
         let first = h.number_type == FLAC__FRAME_NUMBER_TYPE_SAMPLE_NUMBER
             ? h.number.sample_number : UInt64(h.number.frame_number) &* UInt64(h.blocksize)
-        let decoded = DecodedFrame(format: format, samples: Int(h.blocksize), planes: planes,
-                                   firstSample: Int64(clamping: first))
-        guard frame(decoded) else {
-            consumerStopped = true
-            return FLAC__STREAM_DECODER_WRITE_STATUS_ABORT
-        }
+        wrote = true
+        frame(DecodedFrame(format: format, samples: Int(h.blocksize), planes: planes, firstSample: Int64(clamping: first)))
         return FLAC__STREAM_DECODER_WRITE_STATUS_CONTINUE
     }
 
-    fileprivate func onError(_ status: FLAC__StreamDecoderErrorStatus) {
-        // LOST_SYNC is expected when joining mid-stream or after corrupt bytes: libFLAC
-        // resyncs on the next frame header by itself.
-        // A frame whose CRC fails is output as silence by libFLAC.
-        _ = status
-        corruption()
+    // LOST_SYNC is expected after corrupt bytes: libFLAC resyncs on the next frame header by
+    // itself; a frame whose CRC fails is output as silence.
+    fileprivate func onError(_ status: FLAC__StreamDecoderErrorStatus) { corruption() }
+}
+
+extension FLACDecoder {
+    /// libFLAC's input: units in order, read one after the other (a frame a false header cut in
+    /// two goes on in the next); a new logical stream stops the reading until libFLAC starts afresh.
+    struct Input {
+        private var units: [FrameReader.Unit] = []
+        private var unit: [UInt8] = []
+        private var offset = 0
+        /// When the bytes last read arrived: the frame libFLAC decodes from them arrived no earlier.
+        private(set) var arrival = Instant(ms: 0)
+
+        init(_ units: [FrameReader.Unit] = []) { self.units = units }
+
+        mutating func append(_ u: FrameReader.Unit) { units.append(u) }
+        mutating func append<S: Sequence>(contentsOf more: S) where S.Element == FrameReader.Unit { units.append(contentsOf: more) }
+
+        /// Everything given has been read.
+        var isEmpty: Bool { offset >= unit.count && units.isEmpty }
+        /// Bytes to read before the next new stream.
+        var hasBytes: Bool { offset < unit.count || units.first.map { $0.kind != .newStream } == true }
+        fileprivate var atNewStream: Bool { offset >= unit.count && units.first?.kind == .newStream }
+        fileprivate mutating func dropNewStream() { units.removeFirst() }
+
+        /// libFLAC's read: what is left of the unit under way, then the next; 0 when there is
+        /// nothing more, or a new stream comes first.
+        mutating func supply(_ buf: UnsafeMutableRawBufferPointer) -> Int {
+            while offset >= unit.count {
+                guard let next = units.first, next.kind != .newStream else { return 0 }
+                units.removeFirst()
+                (unit, offset, arrival) = (next.bytes, 0, next.arrival)
+            }
+            let n = min(buf.count, unit.count - offset)
+            unit.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
+            offset += n
+            return n
+        }
+    }
+}
+
+extension FLACDecoder {
+    /// One step of libFLAC on `input` (at a new logical stream, it first starts afresh); a frame
+    /// goes to `frame` with when its bytes arrived. Nil when there is nothing to decode.
+    func step(_ input: inout FLACDecoder.Input, frame: (DecodedFrame, Instant) -> Void) -> Outcome? {
+        if input.atNewStream && !holdsBytes {
+            input.dropNewStream()
+            startAfresh()
+            return .other
+        }
+        guard holdsBytes || input.hasBytes else { return nil }
+        return withUnsafeMutablePointer(to: &input) { p in
+            withoutActuallyEscaping(frame) { frame in step(supply: { p.pointee.supply($0) }, frame: { frame($0, p.pointee.arrival) }) }
+        }
+    }
+
+    /// Decodes `bytes` (a whole stream, or any part of one) the way the player does — units cut
+    /// by `FrameReader`, handed to libFLAC one after the other — and hands each frame to `frame`.
+    /// False when libFLAC cannot start.
+    static func decode(_ bytes: [UInt8], ogg: Bool, corruption: @escaping () -> Void = {}, frame: (DecodedFrame) -> Void) -> Bool {
+        guard let decoder = FLACDecoder(corruption: corruption) else { return false }
+        var reader = FrameReader(ogg: ogg)
+        reader.feed(bytes, arrival: Instant(ms: 0))
+        reader.finish()
+        var input = FLACDecoder.Input()
+        while let u = reader.next() { input.append(u) }
+        while let outcome = decoder.step(&input, frame: { f, _ in frame(f) }) {
+            if case .failed = outcome { break }
+        }
+        return true
     }
 }
 
@@ -152,17 +218,10 @@ private func decoderOf(_ client: UnsafeMutableRawPointer?) -> FLACDecoder {
     Unmanaged<FLACDecoder>.fromOpaque(client!).takeUnretainedValue()
 }
 
-private let flacRead: FLAC__StreamDecoderReadCallback = { _, buffer, bytes, client in
-    decoderOf(client).onRead(buffer!, bytes!)
-}
-
-private let flacWrite: FLAC__StreamDecoderWriteCallback = { _, frame, buffer, client in
-    decoderOf(client).onWrite(frame!, buffer!)
-}
-
-private let flacError: FLAC__StreamDecoderErrorCallback = { _, status, client in
-    decoderOf(client).onError(status)
-}
+private let flacRead: FLAC__StreamDecoderReadCallback = { _, buffer, bytes, client in decoderOf(client).onRead(buffer!, bytes!) }
+private let flacTell: FLAC__StreamDecoderTellCallback = { _, offset, client in decoderOf(client).onTell(offset!) }
+private let flacWrite: FLAC__StreamDecoderWriteCallback = { _, frame, buffer, client in decoderOf(client).onWrite(frame!, buffer!) }
+private let flacError: FLAC__StreamDecoderErrorCallback = { _, status, client in decoderOf(client).onError(status) }
 
 extension FLACDecoder {
     /// libFLAC's state names. Its own table (FLAC__StreamDecoderStateString) is an incomplete C

@@ -47,40 +47,29 @@ public struct PCMConverter: Sendable {
     }
 }
 
-/// Decodes a FLAC file through the same decoder and conversion path as the stream player, with
-/// no network and no sound server: what `groove-decode-bench` runs under callgrind to count
-/// instructions repeatably.
-public enum DecodeBenchmark {
-    public struct Figures: Sendable {
-        public var samples = 0
-        public var bytesOut = 0
-        public var checksum: UInt64 = 0
-    }
+extension PCMConverter {
+    /// Decodes a FLAC file through the same decoder and conversion path as the stream player, with
+    /// no network and no sound server: what `groove-decode-bench` runs under callgrind to count
+    /// instructions repeatably.
+    public enum Benchmark {
+        public struct Figures: Sendable {
+            public var samples = 0
+            public var bytesOut = 0
+            public var checksum: UInt64 = 0
+        }
 
-    public static func run(file bytes: [UInt8], ogg: Bool, volume: Double = 1.0) -> Figures? {
-        var figures = Figures()
-        var offset = 0
-        var pcm: [UInt8] = []
-        let converter = PCMConverter()
-        guard let decoder = FLACDecoder(
-            container: ogg ? .ogg : .native,
-            read: { buf in
-                guard offset < bytes.count else { return .end }
-                let n = min(buf.count, bytes.count - offset)
-                bytes.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
-                offset += n
-                return .bytes(n)
-            },
-            frame: { f in
+        public static func run(file bytes: [UInt8], ogg: Bool, volume: Double = 1.0) -> Figures? {
+            var figures = Figures()
+            var pcm: [UInt8] = []
+            let converter = PCMConverter()
+            let started = FLACDecoder.decode(bytes, ogg: ogg) { f in
                 converter.convert(f, volume: volume, into: &pcm)
                 figures.samples += f.samples
                 figures.bytesOut += pcm.count
                 // Touch the output so the conversion cannot be optimised away.
                 figures.checksum = figures.checksum &* 31 &+ UInt64(pcm[pcm.count / 2])
-                return true
-            },
-            corruption: {}) else { return nil }
-        _ = decoder.run()
-        return figures
+            }
+            return started ? figures : nil
+        }
     }
 }

@@ -6,23 +6,13 @@ extension PulseSink {
     /// missing and `on_output_lost = follow`, the default output instead, as a playing stream is
     /// moved by the sound server.
     static func open(_ format: AudioFormat, server: String?, sink: String?, loop: AudioLoop,
-                     lostAction: @escaping () -> OutputLostAction) throws(SinkError) -> PulseSink {
-        do throws(SinkError) {
+                     lostAction: @escaping () -> OutputLostAction) throws(PulseSink.Failure) -> PulseSink {
+        do throws(PulseSink.Failure) {
             return try PulseSink(format: format, server: server, sink: sink, loop: loop, lostAction: lostAction)
         } catch where error.missing && lostAction() == .follow {
             let s = try PulseSink(format: format, server: server, sink: nil, loop: loop, lostAction: lostAction)
             Log.info("stream: \(error.message); playing on the default output (on_output_lost = follow)")
             return s
         }
-    }
-}
-
-extension PulseSink {
-    /// When the start of the newest `ms` written will be heard (monotonic ms): after what the
-    /// sound server holds and what is still to go to it. Nil without a timing report.
-    func heardAtMs(ofNewest ms: Int) -> Int? {
-        guard let us = latencyUs() else { return nil }
-        let unwrittenMs = format.milliseconds(frames: pendingBytes / format.sinkBytesPerFrame)
-        return monotonicMs() + us / 1000 + unwrittenMs - ms
     }
 }

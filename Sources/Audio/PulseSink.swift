@@ -2,17 +2,26 @@ import CPulse
 @preconcurrency import Glibc
 import Support
 
-/// A PulseAudio (or PipeWire-pulse) playback stream through the asynchronous API, on the
-/// decoder thread's `AudioLoop`: no thread of libpulse's own. The decoder converts straight into
-/// libpulse's memory (`reserve`, pa_stream_begin_write) and hands over whole pieces; a pause
-/// corks and flushes the stream and keeps it. The only user of libpulse. Not thread-safe: the
-/// decoder thread owns it. Frees the stream and its context in `deinit`.
+/// The sink: a PulseAudio (or PipeWire-pulse) playback stream through the asynchronous API, on
+/// the decoder thread's `AudioLoop` (no thread of libpulse's own). Its whole contract, as mpv's
+/// audio outputs: open (`init`), room (`writable`), `write`, `play`, `pause` (cork and flush; the
+/// stream stays for the next Play), the timing report (`latencyUs`), and the output lost
+/// (`onOutputLost`, `lost`, `failure`). The only user of libpulse. Not thread-safe: the decoder
+/// thread owns it. Frees the stream and its context in `deinit`.
 public final class PulseSink {
+    /// The sound server refused or went away.
+    public struct Failure: Error, CustomStringConvertible, Sendable {
+        public let message: String
+        /// The output asked for is not there (a headset unplugged while the stream was on its way).
+        public var missing = false
+        public var description: String { message }
+    }
+
     let format: AudioFormat
     /// The least room the server asks for at a time (`minreq`): the decoder waits for that much.
     let pieceBytes: Int
     /// The sound server or the stream failed: this sink is done, a new one is needed.
-    private(set) var failure: SinkError? = nil
+    private(set) var failure: Failure? = nil
     /// The output went away with `pause`: called within `AudioLoop.wait`, corked and flushed.
     var onOutputLost: ((String) -> Void)? = nil
     private(set) var corked = false
@@ -21,8 +30,6 @@ public final class PulseSink {
     private let lostAction: () -> OutputLostAction
     private let context: OpaquePointer
     private var stream: OpaquePointer? = nil
-    /// The piece being filled in libpulse's memory: nil, or `capacity` bytes of which `filled`.
-    private var piece: (data: UnsafeMutableRawPointer, capacity: Int, filled: Int)? = nil
     private var timing: OpaquePointer? = nil
     private var timingAskedMs: Int? = nil
     /// Why the output went away while playing (moved, suspended, ended by the server), once it
@@ -35,13 +42,13 @@ public final class PulseSink {
     /// running the sink at (bufferMs − 2 × requestMs) / 2 when no other client asks for less.
     /// Waits on `loop` until the stream is ready (a local server answers at once).
     init(format: AudioFormat, server: String?, sink: String?, loop: AudioLoop, lostAction: @escaping () -> OutputLostAction,
-         bufferMs: Int = StreamTuning.sinkBufferMs, requestMs: Int = StreamTuning.pieceMs) throws(SinkError) {
+         bufferMs: Int = StreamTuning.sinkBufferMs, requestMs: Int = StreamTuning.pieceMs) throws(Failure) {
         self.format = format
         self.loop = loop
         self.lostAction = lostAction
         pieceBytes = format.sinkBytes(milliseconds: requestMs)
         let what = "cannot open the sound output\(sink.map { " '\($0)'" } ?? "")"
-        guard let ctx = pa_context_new(loop.api, "Groove Audio") else { throw SinkError(message: "\(what): out of memory") }
+        guard let ctx = pa_context_new(loop.api, "Groove Audio") else { throw Failure(message: "\(what): out of memory") }
         context = ctx
         let me = Unmanaged.passUnretained(self).toOpaque()
         pa_context_set_state_callback(ctx, paContextState, me)
@@ -64,17 +71,17 @@ public final class PulseSink {
         attr.minreq = UInt32(pieceBytes)
         attr.fragsize = UInt32.max
         // No AUTO_TIMING_UPDATE: libpulse would ask every 1.5 s even while corked, waking an idle
-        // bridge; `commit` asks while playing (StreamTuning.timingEveryMs). No interpolation:
+        // bridge; `write` asks while playing (StreamTuning.timingEveryMs). No interpolation:
         // `latencyUs` extrapolates the server's own report, which a smoother would lag behind
         // when the sink's latency changes under the stream.
         // PulseAudio refuses a sink that is not there (no such entity); PipeWire gives the default
         // instead. Either way the output asked for is missing: with `pause`, music must not come
         // out of another one.
-        let missing = SinkError(message: "\(what): it is not there", missing: true)
+        let missing = Failure(message: "\(what): it is not there", missing: true)
         guard pa_stream_connect_playback(s, sink, &attr, PA_STREAM_ADJUST_LATENCY, nil, nil) >= 0 else {
             throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error(what)
         }
-        do throws(SinkError) {
+        do throws(Failure) {
             try waitFor(what) { pa_stream_get_state(s) == PA_STREAM_READY }
         } catch {
             throw pa_context_errno(ctx) == Int32(PA_ERR_NOENTITY.rawValue) ? missing : error
@@ -86,7 +93,6 @@ public final class PulseSink {
     var device: String? { stream.flatMap { pa_stream_get_device_name($0) }.map { String(cString: $0) } }
 
     deinit {
-        // A piece begun and not written is freed with the stream.
         if let timing { pa_operation_unref(timing) }
         if let s = stream {
             setCallbacks(s, nil)
@@ -100,82 +106,39 @@ public final class PulseSink {
         loop.runPending()
     }
 
-    private func error(_ what: String) -> SinkError {
-        SinkError(message: "\(what): \(String(cString: pa_strerror(pa_context_errno(context))))")
+    private func error(_ what: String) -> Failure {
+        Failure(message: "\(what): \(String(cString: pa_strerror(pa_context_errno(context))))")
     }
 
-    private func waitFor(_ what: String, _ ready: () -> Bool) throws(SinkError) {
+    private func waitFor(_ what: String, _ ready: () -> Bool) throws(Failure) {
         let deadline = monotonicMs() + StreamTuning.sinkOpenTimeoutMs
         while !ready() {
-            if let failure { throw SinkError(message: "\(what): \(failure.message)") }
-            if monotonicMs() >= deadline { throw SinkError(message: "\(what): the sound server did not answer") }
+            if let failure { throw Failure(message: "\(what): \(failure.message)") }
+            if monotonicMs() >= deadline { throw Failure(message: "\(what): the sound server did not answer") }
             loop.wait(deadlineMs: deadline)
         }
     }
 
     // MARK: - Writing
 
-    /// Room the server asked for that no piece fills yet, in bytes.
+    /// Room the server asked for, in bytes.
     var writable: Int {
         guard let s = stream, failure == nil else { return 0 }
         let n = pa_stream_writable_size(s)
-        return n == Int(bitPattern: UInt.max) ? 0 : max(0, n - (piece?.filled ?? 0))
+        return n == Int(bitPattern: UInt.max) ? 0 : max(0, n)
     }
 
-    /// Converted into the piece and not yet handed to the server, in bytes.
-    var pendingBytes: Int { piece?.filled ?? 0 }
-
-    /// `count` bytes of libpulse's memory to convert into, in the current piece or a new one as
-    /// large as the server's request (pieces of several frames: fewer messages). Nil when the
-    /// memory cannot be had (a frame larger than libpulse's block): write a copy instead.
-    func reserve(_ count: Int) -> UnsafeMutableRawBufferPointer? {
-        guard let s = stream, failure == nil else { return nil }
-        if let p = piece, p.capacity - p.filled >= count {
-            return UnsafeMutableRawBufferPointer(start: p.data + p.filled, count: count)
-        }
-        commit()
-        var data: UnsafeMutableRawPointer? = nil
-        var size = max(count, writable)
-        guard pa_stream_begin_write(s, &data, &size) == 0, let data else { return nil }
-        guard size >= count else {
-            pa_stream_cancel_write(s)
-            return nil
-        }
-        piece = (data, size, 0)
-        return UnsafeMutableRawBufferPointer(start: data, count: count)
-    }
-
-    /// `count` reserved bytes are filled. The piece goes once another such will not fit.
-    func filled(_ count: Int) {
-        guard var p = piece else { return }
-        p.filled += count
-        piece = p
-        if p.capacity - p.filled < count { commit() }
-    }
-
-    /// Hands the piece being filled to the server (before the decoder waits for anything).
-    func commit() {
-        guard let p = piece, let s = stream else { return }
-        piece = nil
-        if p.filled == 0 {
-            pa_stream_cancel_write(s)
-        } else if pa_stream_write(s, p.data, p.filled, nil, 0, PA_SEEK_RELATIVE) < 0 {
+    /// Hands `bytes` to the server (libpulse copies them), and asks where it is when due.
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let s = stream, failure == nil, !bytes.isEmpty else { return }
+        if pa_stream_write(s, bytes.baseAddress, bytes.count, nil, 0, PA_SEEK_RELATIVE) < 0 {
             fail(error("sound output failed"))
         }
         askTiming()
     }
 
-    /// Writes a copy of `bytes` (the join's held audio), after the piece being filled.
-    func write(copyOf bytes: UnsafeRawBufferPointer) {
-        guard let s = stream, failure == nil, !bytes.isEmpty else { return }
-        commit()
-        if pa_stream_write(s, bytes.baseAddress, bytes.count, nil, 0, PA_SEEK_RELATIVE) < 0 {
-            fail(error("sound output failed"))
-        }
-    }
-
-    /// Playing again after a pause.
-    func resume() {
+    /// Playing (again, after a pause).
+    func play() {
         guard corked, let s = stream, failure == nil, lost == nil else { return }
         corked = false
         run(pa_stream_cork(s, 0, nil, nil))
@@ -191,10 +154,6 @@ public final class PulseSink {
     /// Cork + flush, queued (sent by the loop's next round: this may run inside its dispatch).
     private func stopOutput() {
         guard let s = stream, failure == nil else { return }
-        if piece != nil {
-            pa_stream_cancel_write(s)
-            piece = nil
-        }
         if !corked {
             corked = true
             run(pa_stream_cork(s, 1, nil, nil))
@@ -246,7 +205,7 @@ public final class PulseSink {
     func contextChanged() {
         let state = pa_context_get_state(context)
         if state == PA_CONTEXT_FAILED || state == PA_CONTEXT_TERMINATED {
-            fail(SinkError(message: "the sound server went away: \(String(cString: pa_strerror(pa_context_errno(context))))"))
+            fail(Failure(message: "the sound server went away: \(String(cString: pa_strerror(pa_context_errno(context))))"))
         }
     }
 
@@ -290,9 +249,8 @@ public final class PulseSink {
         onOutputLost?(reason)
     }
 
-    private func fail(_ e: SinkError) {
+    private func fail(_ e: Failure) {
         guard failure == nil else { return }
         failure = e
-        piece = nil
     }
 }

@@ -1,26 +1,26 @@
 import Net
 import Support
 
-/// A reason the decoder side ended a connection, which wins over how the transfer ended.
-struct ConnectionFailure: Equatable, Sendable {
-    var reason: String
-    /// Retrying soon will not help (not FLAC); otherwise (the sound server went away) the
-    /// transient schedule applies.
-    var permanent: Bool
-}
-
-/// How one connection ended, as far as the next one is concerned.
-struct ConnectionOutcome: Equatable, Sendable {
-    var end: StreamEnd
-    var failure: ConnectionFailure? = nil
-    /// Audio of this connection written to the sound server.
-    var playedMs = 0
-}
-
 /// What to say and how long to wait after a connection ends. Pure: the outcome, the time and
 /// the outage so far go in, the next status comes out (`RetrySchedule.home` decides the wait).
 /// Not thread-safe: the network thread owns it.
 struct ReconnectPolicy {
+    /// A reason the decoder side ended a connection, which wins over how the transfer ended.
+    struct Failure: Equatable, Sendable {
+        var reason: String
+        /// Retrying soon will not help (not FLAC); otherwise (the sound server went away) the
+        /// transient schedule applies.
+        var permanent: Bool
+    }
+
+    /// How one connection ended, as far as the next one is concerned.
+    struct Outcome: Equatable, Sendable {
+        var end: StreamEnd
+        var failure: Failure? = nil
+        /// Audio of this connection written to the sound server.
+        var playedMs = 0
+    }
+
     var schedule = RetrySchedule.home
     /// When the transient failures since the last connection that played long enough began.
     private(set) var outage = OutageClock()
@@ -36,7 +36,7 @@ struct ReconnectPolicy {
 
     /// `url` is the stream's address without credentials; `user` is named when a password is
     /// refused. `slowRetryMs` is the wait after what waiting will not fix.
-    mutating func next(after outcome: ConnectionOutcome, url: String, user: String?, slowRetryMs: Int,
+    mutating func next(after outcome: ReconnectPolicy.Outcome, url: String, user: String?, slowRetryMs: Int,
                        nowMs: Int) -> StreamStatus {
         if outcome.playedMs >= StreamTuning.playedBeforeResetMs { restartOutage() }
         func transient(_ reason: String) -> StreamStatus {

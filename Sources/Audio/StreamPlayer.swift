@@ -1,41 +1,38 @@
 import Net
 import Support
+import Synchronization
 
-/// Plays an Icecast FLAC stream: libcurl → byte ring → libFLAC → PulseAudio. Every method is
-/// thread-safe and returns at once. Two threads of its own:
-/// - "stream-http" connects, reconnects (`ReconnectPolicy`) and fills each connection's ring
-///   (`StreamTransfer`);
-/// - "decoder" takes the connections in order, sniffs and feeds libFLAC (`StreamInput`) and
-///   writes to the sound server (`StreamOutput`), keeping the sink from one connection to the
-///   next. It waits only in its `AudioLoop`, which also runs libpulse: no thread of libpulse's.
-/// The parts keep their figures in `StreamStats`; the player's lock guards only what is below.
-/// A pause while playing keeps the connection warm (`StreamConnection.keepWarm`): both threads
-/// go on, the output holds the newest audio unheard, and a Play in time is heard at once.
+/// Plays an Icecast FLAC stream: libcurl → byte ring → libFLAC → the playout → PulseAudio.
+/// Every method is thread-safe and returns at once. Threads of its own:
+/// - "stream-http" connects, reconnects (`ReconnectPolicy`) and fills each connection's ring;
+/// - "stream-switch" does the same for a new connection made while the old one plays, until the
+///   decoder takes it over (`SwitchAttempt`);
+/// - "decoder" plays the connections in order (`Pipeline`), waiting only in its `AudioLoop`,
+///   which also runs libpulse: no thread of libpulse's own.
+/// Where the connection is in its life is one value (`Life`) under the player's lock; what the
+/// player tells goes to its delegate as `StreamEvent`s, one channel.
 public final class StreamPlayer: @unchecked Sendable {
     let monitor = Monitor()
     // Guarded by `monitor`:
+    var life = Life()
     var _config: StreamConfig
     weak var _delegate: StreamPlayerDelegate?
-    var wanted = false
-    /// Counts play/pause/stop: what a thread started for an older one does not count.
-    var generation = 0
-    /// The connection being made or played, or kept warm after a pause (cancelled by stop, by a
-    /// cold pause, and by a play that cannot resume it).
-    var current: StreamConnection? = nil
     /// Connections with data, in order, for the decoder thread.
     var handoff: [StreamConnection] = []
-    /// A new connection made while `current` plays, until the decoder takes it over (StreamSwitch).
-    var pendingSwitch: SwitchAttempt? = nil
-    var status: StreamStatus = .stopped
-    private var statusSequence = 0
     private var started = false
     /// No new attempt starts while held (no network); `retryNow` ends a wait and the outage.
     private var held = false
-    private var retryRequested = false
+    private var retryAsked = false
 
-    let stats = StreamStats()
-    let boundaries = BoundaryRequests()
-    let gain = Gain()
+    /// What the player reports about itself, kept by the part that sees each happen.
+    let figures = Mutex(StreamFigures())
+    /// Software volume and the house's silence, read by the decoder for every frame.
+    let volume = Mutex(1.0)
+    let houseSilence = Mutex(HouseSilence.none)
+    /// Track changes announced and boundaries to look for, from any thread to the decoder's.
+    let announced = Mutex<[Instant]>([])
+    let boundaryRequests = Mutex<[BoundaryRequest]>([])
+    let watching = Atomic<Bool>(true)
     /// The decoder thread's loop; other threads only wake it.
     let loop = AudioLoop()
 
@@ -47,46 +44,46 @@ public final class StreamPlayer: @unchecked Sendable {
     // MARK: - Control
 
     /// Connects (or reconnects at the live edge) and plays.
-    public func play() { control(wanted: true, status: nil) }
+    public func play() { change(.play) }
 
     /// Stops the output at once (what is buffered is dropped). A playing connection is kept
     /// warm for `keepWarmSeconds` (read and decoded, nothing heard; a Play within that time
     /// resumes it at the live edge), else it is closed at once.
-    public func pause() { control(wanted: false, status: .paused) }
+    public func pause() {
+        let ms = config.keepWarmSeconds.multiplied(saturating: 1000)
+        change(.pause(keepWarmMs: ms, at: .now))
+    }
 
     /// Stops the output and closes the connection at once, warm or not.
-    public func stop() { control(wanted: false, status: .stopped) }
+    public func stop() { change(.stop) }
 
     /// Closes a connection kept warm after a pause, now (the machine goes to sleep: the socket
     /// may not survive it). Nothing else changes.
-    public func endWarm() { monitor.withLock { endWarmLocked() } }
-
-    /// Not wanted, `current` is a connection kept after a pause (only a wanted one is made).
-    private func endWarmLocked() {
-        guard !wanted, let c = current else { return }
-        c.ring.cancel()
-        current = nil
-    }
+    public func endWarm() { change(.endWarm) }
 
     /// Until when (monotonic ms) the connection is kept warm after a pause; nil when it is not.
-    public var keptWarmUntilMs: Int? { monitor.withLock { wanted ? nil : current?.warmUntilMs } }
+    public var keptWarmUntilMs: Int? {
+        monitor.withLock {
+            guard case .warm(let c, _, let until) = life.state, !c.ring.isCancelled else { return nil }
+            return until.ms
+        }
+    }
 
     /// Software volume, 0.0–1.0, applied to the samples (for `volume = local`).
-    public func setVolume(_ v: Double) { gain.value = v }
+    public func setVolume(_ v: Double) { volume.withLock { $0 = v.isFinite ? min(1, max(0, v)) : 1 } }
 
     /// Silences the audio decoded from now on, as `s` says (the house paused or stopped).
-    public func silence(_ s: HouseSilence) { gain.silence = s }
+    public func silence(_ s: HouseSilence) { houseSilence.withLock { $0 = s } }
 
     /// Drops the current connection and connects again now (e.g. the password changed).
     public func reconnect() {
-        let playing = monitor.withLock { wanted }
-        if playing { play() }
+        if monitor.withLock({ life.isWanted }) { play() }
     }
 
     /// Ends a wait between attempts at once and starts the retry schedule afresh: the network
     /// came up, or the server's events socket is back. Nothing happens while connected.
     public func retryNow() {
-        monitor.withLock { retryRequested = true }
+        monitor.withLock { retryAsked = true }
         monitor.broadcast()
     }
 
@@ -100,95 +97,87 @@ public final class StreamPlayer: @unchecked Sendable {
     public func setDelegate(_ d: StreamPlayerDelegate?) { monitor.withLock { _delegate = d } }
 
     /// A track change the server announced, at its on-time moment (`BoundaryRequest.onTimeMs`):
-    /// the output may cut the end of the track before it to come back towards live (`ChangeCut`)
-    /// or grow the cushion at it (`ChangePad`).
-    public func changeAnnounced(onTimeMs: Int) { stats.comingChanges.add(onTimeMs) }
+    /// the playout may cut the end of the track before it to come back towards live, or grow the
+    /// cushion at it (`Playout`).
+    public func changeAnnounced(onTimeMs: Int) {
+        announced.withLock {
+            if $0.count >= Playout.Cut.limit { $0.removeFirst() }
+            $0.append(Instant(ms: onTimeMs))
+        }
+    }
 
     /// Looks for a track change in the audio around when it is expected to be heard; the answer
-    /// goes to the delegate (`StreamBoundaryDelegate`) once that audio is decoded.
-    public func findBoundary(_ r: BoundaryRequest) { boundaries.add(r) }
+    /// comes as `StreamEvent.boundaryHeard` once that audio is decoded.
+    public func findBoundary(_ r: BoundaryRequest) {
+        boundaryRequests.withLock {
+            if $0.count >= BoundaryDetector.Watch.limit { $0.removeFirst() }
+            $0.append(r)
+        }
+    }
 
     /// Whether the decoder keeps what it needs to find boundaries (a few numbers per 10 ms of
     /// audio): only while the server's delay is learned.
-    public func watchBoundaries(_ on: Bool) { boundaries.watching = on }
+    public func watchBoundaries(_ on: Bool) { watching.store(on, ordering: .relaxed) }
 
     /// Replaces the configuration (e.g. a new password after SIGHUP, another route); while
     /// playing, the new connection is made first and taken over at the sample that plays
-    /// (`switchOrReconnect`); a connection kept warm is closed. Only a new `keepWarmSeconds` is applied as it is: to the
-    /// pause under way, timed from its start.
+    /// (`switchOrReconnect`); a connection kept warm is closed. Only a new `keepWarmSeconds` is
+    /// applied as it is: to the pause under way, timed from its start.
     public func update(config: StreamConfig) {
         let old = monitor.withLock { () -> StreamConfig? in
             var old = _config
             old.keepWarmSeconds = config.keepWarmSeconds
             _config = config
             if old == config {
-                current?.keepWarm(forMs: config.keepWarmSeconds.multiplied(saturating: 1000))
-                loop.wake()  // the decoder looks at the new end now
-            } else if !wanted {
-                endWarmLocked()
+                perform(life.apply(.keepWarm(ms: config.keepWarmSeconds.multiplied(saturating: 1000))))
+                return nil
             }
-            return old == config ? nil : old
+            perform(life.apply(.endWarm))
+            return old
         }
         if let old { switchOrReconnect(from: old) }
     }
 
     public var config: StreamConfig { monitor.withLock { _config } }
-    public var currentStatus: StreamStatus { monitor.withLock { status } }
-    public var currentFigures: StreamFigures { stats.snapshot }
+    public var currentStatus: StreamStatus { monitor.withLock { life.status } }
+    public var currentFigures: StreamFigures { figures.withLock { $0 } }
 
-    /// A new generation: the current connection ends on both threads (the decoder stops writing
-    /// within one piece and flushes the sink; libcurl aborts at its next callback), except that a
-    /// pause while playing keeps it warm (the decoder silences the sink and holds the newest
-    /// audio) and a play resumes a warm one. Pause and stop say so in the same locked step, so
-    /// no thread's status can come between.
-    private func control(wanted w: Bool, status s: StreamStatus?) {
-        monitor.withLock {
-            if !started {
-                started = true
-                startThread(name: "stream-http") { [self] in networkLoop() }
-                startThread(name: "decoder") { [self] in decoderLoop() }
-            }
-            wanted = w
-            generation += 1
-            dropSwitchLocked()
-            let warmMs = _config.keepWarmSeconds.multiplied(saturating: 1000)
-            if w, let c = current, c.resumeWarm(generation: generation) {
-                // The decoder writes what it holds and says `.playing`.
-                publishLocked(.buffering)
-                loop.wake()
-            } else if s == .paused, warmMs > 0, let c = current, status == .playing || c.warmUntilMs != nil,
-                      c.keepWarm(nowMs: monotonicMs(), ms: warmMs) {
-                loop.wake()  // the decoder silences the sink now
-                if status == .playing { Log.info("stream: paused; connected for \(_config.keepWarmSeconds) s more (keep_warm)") }
-            } else {
-                current?.ring.cancel()
-                current = nil
-            }
-            if let s { publishLocked(s) }
-            monitor.broadcast()
-        }
-    }
+    // MARK: - The life, for the threads
 
-    /// Call with `monitor` held. The delegate hears each change in the order of the lock, with a
-    /// strictly increasing sequence (see StreamPlayerDelegate for what it may do meanwhile).
-    func publishLocked(_ s: StreamStatus) {
-        guard status != s else { return }
-        status = s
-        statusSequence += 1
-        Log.debug("stream: \(s)")
-        _delegate?.streamPlayer(statusChanged: s, sequence: statusSequence)
-    }
-
-    /// A status from a thread working for `generation`: dropped when a play, pause or stop came
-    /// since. `before` runs in the same locked step, only when the status counts.
+    /// Applies `e` to the life and does what it says; returns the life as it is then.
     @discardableResult
-    func publish(_ s: StreamStatus, for generation: Int, before: () -> Void = {}) -> Bool {
+    func change(_ e: Life.Event) -> Life {
         monitor.withLock {
-            guard wanted && self.generation == generation else { return false }
-            before()
-            publishLocked(s)
-            return true
+            startThreadsLocked()
+            perform(life.apply(e))
+            monitor.broadcast()
+            return life
         }
+    }
+
+    /// Call with `monitor` held.
+    func perform(_ actions: [Life.Action]) {
+        for a in actions {
+            switch a {
+            case .cancel(let c): c.ring.cancel()
+            case .publish(let s, let sequence):
+                Log.debug("stream: \(s)")
+                _delegate?.streamPlayer(.status(s, sequence: sequence))
+            case .wakeDecoder: loop.wake()
+            case .follow(let old, let attempt): old.replacement = attempt
+            case .log(let level, let text): Log.write(level, text)
+            }
+        }
+    }
+
+    /// Tells the delegate something other than a status (on the decoder thread).
+    func tell(_ e: StreamEvent) { monitor.withLock { _delegate }?.streamPlayer(e) }
+
+    private func startThreadsLocked() {
+        guard !started else { return }
+        started = true
+        startThread(name: "stream-http") { [self] in networkLoop() }
+        startThread(name: "decoder") { [self] in Pipeline(player: self).run() }
     }
 
     // MARK: - "stream-http"
@@ -215,65 +204,88 @@ public final class StreamPlayer: @unchecked Sendable {
         var policy = ReconnectPolicy()
         var lastSaid: (String, Int)? = nil
         while true {
-            let (first, asked) = monitor.withLock { () -> (Int, StreamConfig) in
-                while !wanted { monitor.wait(deadlineMs: nil) }
-                return (generation, _config)
+            let (generation, config) = monitor.withLock { () -> (Int, StreamConfig) in
+                while true {
+                    if case .wanted = life.state { break }
+                    monitor.wait(deadlineMs: nil)
+                }
+                return (life.generation, _config)
             }
-            var config = asked
-            var url = redactedURL(config.url)
-            var options = StreamingGet.Options(user: config.user, password: config.password)
-            options.stallSeconds = config.stallSeconds
-            options.connectTimeoutMs = StreamTuning.connectTimeoutMs
             let ring = ByteRing(capacity: config.ringBytes, wake: { [loop] in loop.wake() })
-            var c = StreamConnection(ring: ring, url: url, generation: first)
-            guard publish(.connecting, for: first, before: { current = c }) else { continue }
-            let transfer = StreamTransfer(connection: c, stats: stats) { [self] c in
-                monitor.withLock { handoff.append(c) }
-                loop.wake()
-            }
-            var end = get.perform(url: config.url, options: options, delegate: transfer)
-            // Kept warm after a pause, it may have been resumed for a later Play.
-            var gen = c.endTransfer()
-            c.ring.finish()
-            // Judge the end only once the decoder has seen every byte: a short reply (an HTML
-            // page) is "not FLAC", not "the server ended the stream". Buffered audio plays out.
-            if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
+            var c = StreamConnection(ring: ring, url: redactedURL(config.url))
+            guard change(.connected(c, generation: generation)).connection === c else { continue }
+            var (end, url, user) = (transfer(c, config: config, get: get), c.url, config.user)
             // A switch took over (make before break): its connection is followed from here as
             // this thread's own, through as many switches as come.
             while let next = c.replacement {
                 c = next.connection
-                (url, config) = (next.connection.url, next.config)
+                (url, user) = (c.url, next.config.user)
                 end = next.waitForEnd()
-                gen = c.generation
                 if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
             }
-            // Ended on its own: a switch still under way is not taken over by anyone.
-            monitor.withLock { if current === c { dropSwitchLocked() } }
-            guard monitor.withLock({ wanted && generation == gen }) else { continue }
-            if monitor.withLock({ () -> Bool in defer { retryRequested = false }; return retryRequested }) {
-                policy.restartOutage()
-            }
-            let next = policy.next(after: c.outcome(end: end), url: url, user: config.user, slowRetryMs: config.slowRetryMs,
+            if monitor.withLock({ () -> Bool in defer { retryAsked = false }; return retryAsked }) { policy.restartOutage() }
+            let next = policy.next(after: c.outcome(end: end), url: url, user: user, slowRetryMs: config.slowRetryMs,
                                    nowMs: monotonicMs())
-            guard let (reason, delayMs) = next.retry, publish(next, for: gen, before: {
-                stats.connectionEnded(reason: reason)
-                // Said when an outage starts and when its reason or pace changes: a line for every
-                // quick retry would fill the journal.
-                let said = (Self.withoutTimings(reason), delayMs)
-                var quiet = false
-                if case .reconnecting = next { quiet = policy.failuresInOutage > 1 && lastSaid.map { $0 == said } ?? false }
-                Log.write(quiet ? .debug : .warning, "stream: \(next)")
-                lastSaid = said
-            }) else { continue }
-            let deadline = monotonicMs().adding(saturating: delayMs)
-            let retried = monitor.withLock { () -> Bool in
-                while wanted && generation == gen && !retryRequested && (held || monotonicMs() < deadline) {
-                    monitor.wait(deadlineMs: held ? nil : deadline)
-                }
-                defer { retryRequested = false }
-                return retryRequested
+            guard let (reason, delayMs) = next.retry else { continue }
+            let retryAt = Instant.now + delayMs
+            guard change(.ended(c, next: next, retryAt: retryAt)).isWaitingToRetry else { continue }
+            figures.withLock {
+                $0.lastError = Log.scrub(reason)
+                $0.reconnects += 1
+                $0.delayUnmeasured()
             }
-            if retried { policy.restartOutage() }
+            // Said when an outage starts and when its reason or pace changes: a line for every
+            // quick retry would fill the journal.
+            let said = (Self.withoutTimings(reason), delayMs)
+            var quiet = false
+            if case .reconnecting = next { quiet = policy.failuresInOutage > 1 && lastSaid.map { $0 == said } ?? false }
+            Log.write(quiet ? .debug : .warning, "stream: \(next)")
+            lastSaid = said
+            if waitToRetry(until: retryAt) { policy.restartOutage() }
+            change(.retry)
         }
+    }
+
+    /// One connection's transfer, until it ends and the decoder has seen every byte (a short
+    /// reply, an HTML page, is then "not FLAC", not "the server ended the stream").
+    private func transfer(_ c: StreamConnection, config: StreamConfig, get: StreamingGet) -> StreamEnd {
+        let t = StreamConnection.Transfer(connection: c, received: { [unowned self] n in figures.withLock { $0.bytesReceived += n } },
+                               handOver: { [self] c in
+            monitor.withLock { handoff.append(c) }
+            loop.wake()
+        })
+        let end = get.perform(url: config.url, options: config.getOptions, delegate: t)
+        c.ring.finish()
+        if c.handedOver { c.waitForDecoder(deadlineMs: monotonicMs() + StreamTuning.decoderWaitMs) }
+        return end
+    }
+
+    /// Waits out the time before the next attempt (longer while held); true when `retryNow`
+    /// cut it short.
+    private func waitToRetry(until: Instant) -> Bool {
+        monitor.withLock {
+            while !retryAsked && (held || Instant.now < until) {
+                switch life.state {
+                case .backingOff, .failed: monitor.wait(deadlineMs: held ? nil : until.ms)
+                default: return false
+                }
+            }
+            defer { retryAsked = false }
+            return retryAsked
+        }
+    }
+}
+
+extension Instant {
+    /// Now, on the monotonic clock (read by the threads, never by the playout).
+    public static var now: Instant { Instant(ms: monotonicMs()) }
+}
+
+extension StreamConfig {
+    var getOptions: StreamingGet.Options {
+        var o = StreamingGet.Options(user: user, password: password)
+        o.stallSeconds = stallSeconds
+        o.connectTimeoutMs = StreamTuning.connectTimeoutMs
+        return o
     }
 }

@@ -1,21 +1,21 @@
 /// Tells what a stream is from its first bytes and its Content-Type, and splits Ogg into pages so
 /// that a new chained logical stream can restart the decoder. Pure: unit-tested and fuzzed.
 
-public enum StreamKind: Equatable, Sendable {
-    case nativeFLAC
-    case oggFLAC
-}
-
-public struct NotFLACError: Error, Equatable, Sendable, CustomStringConvertible {
-    public let url: String
-    public let contentType: String?
-    public let start: String
-    public var description: String {
-        "stream at \(url) is not FLAC (Content-Type \(contentType ?? "none"), starts with \"\(start)\")"
-    }
-}
-
 public enum StreamSniffer {
+    public enum Kind: Equatable, Sendable {
+        case nativeFLAC
+        case oggFLAC
+    }
+
+    public struct NotFLAC: Error, Equatable, Sendable, CustomStringConvertible {
+        public let url: String
+        public let contentType: String?
+        public let start: String
+        public var description: String {
+            "stream at \(url) is not FLAC (Content-Type \(contentType ?? "none"), starts with \"\(start)\")"
+        }
+    }
+
     /// How many bytes `classify` wants before it decides (fewer at the end of a short stream).
     public static let wantedBytes = 8192
 
@@ -23,7 +23,7 @@ public enum StreamSniffer {
     /// with a FLAC Content-Type → native FLAC joined mid-stream (Icecast keeps no header for
     /// native FLAC mounts, so a late joiner starts at an arbitrary byte). Anything else, such as
     /// an HTML login page, is an error that names the URL and the Content-Type.
-    public static func classify(_ head: [UInt8], contentType: String?, url: String) -> Result<StreamKind, NotFLACError> {
+    public static func classify(_ head: [UInt8], contentType: String?, url: String) -> Result<Kind, NotFLAC> {
         let type = Array((contentType ?? "").lowercased().utf8)
         func typeSays(_ word: String) -> Bool { find(Array(word.utf8), in: type) != nil }
         if head.starts(with: Array("fLaC".utf8)) { return .success(.nativeFLAC) }
@@ -38,7 +38,7 @@ public enum StreamSniffer {
             }
         }
         let printable = String(decoding: head.prefix(24).map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: ".") }, as: UTF8.self)
-        return .failure(NotFLACError(url: url, contentType: contentType, start: printable))
+        return .failure(NotFLAC(url: url, contentType: contentType, start: printable))
     }
 
     /// A FLAC frame header: sync 0b11111111_1111100x, then a block size code that is not the
@@ -93,62 +93,8 @@ extension OggPage {
         return UInt32(bytes[18]) | UInt32(bytes[19]) << 8 | UInt32(bytes[20]) << 16 | UInt32(bytes[21]) << 24
     }
 
-    /// This page's part of the native FLAC stream its packets carry (the Ogg FLAC mapping: each
-    /// audio packet is a frame; the first header packet is a 9-byte preamble, 0x7F "FLAC",
-    /// version and header count, then "fLaC" and STREAMINFO; each other header packet one
-    /// metadata block): the packets' bytes back to back, without the preamble. The start of a
-    /// packet begun on an earlier page is left out unless `afterPageBefore` (that page was
-    /// handed on just before).
-    public func flacBody(afterPageBefore: Bool) -> [UInt8] {
-        guard bytes.count >= 27 else { return [] }
-        let segments = Int(bytes[26])
-        var from = 27 + segments
-        guard from <= bytes.count else { return [] }
-        if bytes[5] & 0x01 != 0 && !afterPageBefore {
-            // The continued packet: up to and including the first lacing value below 255.
-            for k in 0..<segments {
-                from += Int(bytes[27 + k])
-                if bytes[27 + k] < 255 { break }
-            }
-            from = min(from, bytes.count)
-        }
-        if beginsStream && bytes.count - from >= 9 && bytes[from] == 0x7F && Array(bytes[from + 1..<from + 5]) == Array("FLAC".utf8) {
-            from += 9
-        }
-        return Array(bytes[from...])
-    }
-
-    /// Whether the packet this page leaves open at its end (its last lacing value is 255) is
-    /// handed on from its start by `flacBody(afterPageBefore:)`: it begins on this page after a
-    /// packet boundary, or this page begins it, or it is continued from a page handed on whole.
-    /// True when no packet is left open.
-    public func keepsOpenPacket(afterPageBefore: Bool) -> Bool {
-        guard bytes.count >= 27 else { return false }
-        let segments = Int(bytes[26])
-        guard segments > 0, 27 + segments <= bytes.count, bytes[26 + segments] == 255 else { return true }
-        let boundary = (0..<segments).contains { bytes[27 + $0] < 255 }
-        return boundary || bytes[5] & 0x01 == 0 || afterPageBefore
-    }
-}
-
-/// Ogg FLAC pages in order to native FLAC: each page's packets (`OggPage.flacBody`), the start
-/// of a packet continued from a page not handed on (skipped, corrupt, a gap in the sequence)
-/// left out, as its tail would cost libFLAC a lost sync.
-public struct OggFLACUnwrapper: Sendable {
-    /// The sequence number of the last page handed on, and whether the packet it leaves open
-    /// (if any) was handed on from its start.
-    private var lastSequence: UInt32? = nil
-    private var openPacketKept = true
-
-    public init() {}
-
-    /// The native FLAC bytes `page` adds.
-    public mutating func flacBody(of page: OggPage) -> [UInt8] {
-        let follows = openPacketKept && lastSequence.map { page.sequence == $0 &+ 1 } ?? false
-        lastSequence = page.sequence
-        openPacketKept = page.keepsOpenPacket(afterPageBefore: follows)
-        return page.flacBody(afterPageBefore: follows)
-    }
+    /// The page goes on with a packet begun on the page before.
+    public var continued: Bool { bytes.count > 5 && bytes[5] & 0x01 != 0 }
 }
 
 private let oggCRCTable: [UInt32] = (0..<256).map { i -> UInt32 in
@@ -157,39 +103,41 @@ private let oggCRCTable: [UInt32] = (0..<256).map { i -> UInt32 in
     return r
 }
 
-/// Splits a byte stream into Ogg pages (RFC 3533 §6), resyncing on the capture pattern after
-/// garbage. Bounded: a page is at most 27 + 255 + 255·255 bytes.
-public struct OggPageSplitter: Sendable {
-    private var buffer: [UInt8] = []
-    public private(set) var skippedBytes = 0
+extension OggPage {
+    /// Splits a byte stream into Ogg pages (RFC 3533 §6), resyncing on the capture pattern after
+    /// garbage. Bounded: a page is at most 27 + 255 + 255·255 bytes.
+    public struct Splitter: Sendable {
+        private var buffer: [UInt8] = []
+        public private(set) var skippedBytes = 0
 
-    public init() {}
+        public init() {}
 
-    public mutating func feed<C: Collection>(_ bytes: C) where C.Element == UInt8 { buffer.append(contentsOf: bytes) }
+        public mutating func feed<C: Collection>(_ bytes: C) where C.Element == UInt8 { buffer.append(contentsOf: bytes) }
 
-    /// The next whole page, or nil when more bytes are needed.
-    public mutating func next() -> OggPage? {
-        while true {
-            guard buffer.count >= 27 else { return nil }
-            if !(buffer[0] == 0x4F && buffer[1] == 0x67 && buffer[2] == 0x67 && buffer[3] == 0x53 && buffer[4] == 0) {
-                // Not at a page: drop up to the next capture pattern.
-                var i = 1
-                while i + 3 < buffer.count && !(buffer[i] == 0x4F && buffer[i + 1] == 0x67 && buffer[i + 2] == 0x67 && buffer[i + 3] == 0x53) { i += 1 }
-                let drop = min(i, buffer.count - 3)
-                skippedBytes += drop
-                buffer.removeFirst(drop)
-                continue
+        /// The next whole page, or nil when more bytes are needed.
+        public mutating func next() -> OggPage? {
+            while true {
+                guard buffer.count >= 27 else { return nil }
+                if !(buffer[0] == 0x4F && buffer[1] == 0x67 && buffer[2] == 0x67 && buffer[3] == 0x53 && buffer[4] == 0) {
+                    // Not at a page: drop up to the next capture pattern.
+                    var i = 1
+                    while i + 3 < buffer.count && !(buffer[i] == 0x4F && buffer[i + 1] == 0x67 && buffer[i + 2] == 0x67 && buffer[i + 3] == 0x53) { i += 1 }
+                    let drop = min(i, buffer.count - 3)
+                    skippedBytes += drop
+                    buffer.removeFirst(drop)
+                    continue
+                }
+                let segments = Int(buffer[26])
+                guard buffer.count >= 27 + segments else { return nil }
+                var body = 0
+                for k in 0..<segments { body += Int(buffer[27 + k]) }
+                let total = 27 + segments + body
+                guard buffer.count >= total else { return nil }
+                let serial = UInt32(buffer[14]) | UInt32(buffer[15]) << 8 | UInt32(buffer[16]) << 16 | UInt32(buffer[17]) << 24
+                let page = OggPage(bytes: Array(buffer[0..<total]), serial: serial, beginsStream: buffer[5] & 0x02 != 0)
+                buffer.removeFirst(total)
+                return page
             }
-            let segments = Int(buffer[26])
-            guard buffer.count >= 27 + segments else { return nil }
-            var body = 0
-            for k in 0..<segments { body += Int(buffer[27 + k]) }
-            let total = 27 + segments + body
-            guard buffer.count >= total else { return nil }
-            let serial = UInt32(buffer[14]) | UInt32(buffer[15]) << 8 | UInt32(buffer[16]) << 16 | UInt32(buffer[17]) << 24
-            let page = OggPage(bytes: Array(buffer[0..<total]), serial: serial, beginsStream: buffer[5] & 0x02 != 0)
-            buffer.removeFirst(total)
-            return page
         }
     }
 }

@@ -39,14 +39,6 @@ public enum StreamStatus: Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The sound server refused or went away.
-public struct SinkError: Error, CustomStringConvertible, Sendable {
-    public let message: String
-    /// The output asked for is not there (a headset unplugged while the stream was on its way).
-    public var missing = false
-    public var description: String { message }
-}
-
 /// What the player reports about itself.
 public struct StreamFigures: Sendable, Equatable {
     public var format: AudioFormat? = nil
@@ -55,17 +47,17 @@ public struct StreamFigures: Sendable, Equatable {
     /// Audio dropped from Icecast's connect burst to play close to live, at the last join.
     public var skippedAtJoinMs = 0
     /// Digital silence dropped to come back towards live after the link held the stream
-    /// (`CushionPolicy`), ms in all, and in how many runs.
+    /// (`Playout.Drops`), ms in all, and in how many runs.
     public var droppedForLiveMs = 0
     public var dropsForLive = 0
     /// Silence put before track changes to grow the cushion against stalls after one the link
-    /// rode out (`ChangePad`), ms in all, and at how many changes.
+    /// rode out (`Playout.Pad`), ms in all, and at how many changes.
     public var grownAtChangesMs = 0
     public var growthsAtChanges = 0
     /// How long even the least waiting of the last 2 s of decoded frames waited in the input:
     /// audio held beyond live (what a stall's burst left), which the way back drops in silence.
     public var inputBacklogMs = 0
-    /// The cushion kept on purpose against stalls, learned from the link (`CushionTarget`): as
+    /// The cushion kept on purpose against stalls, learned from the link (`Playout.Target`): as
     /// much of the backlog is not dropped.
     public var cushionTargetMs = 0
     public var bytesReceived = 0
@@ -101,15 +93,54 @@ public struct StreamFigures: Sendable, Equatable {
     public func localDelayMs(atMs nowMs: Int) -> Int {
         localDelayMs.adding(saturating: starvedMs(atMs: nowMs))
     }
+
+    /// A measure of the heard delay at `atMs`; returns the fall it makes when it is more than
+    /// `StreamTuning.delayFallToldMs` (a drop towards live: whoever times changes by the delay
+    /// looks again at once), nil otherwise.
+    mutating func measured(bufferedMs: Int, delayMs: Int, atMs: Int) -> (fromMs: Int, toMs: Int)? {
+        let before = localDelayMs
+        self.bufferedMs = bufferedMs
+        localDelayMs = delayMs
+        delayMeasuredAtMs = atMs
+        guard delayMs > 0, before.subtracting(saturating: delayMs) > StreamTuning.delayFallToldMs else { return nil }
+        return (before, delayMs)
+    }
+
+    /// Nothing plays any more: nothing is buffered and nothing is late.
+    mutating func outputStopped(atMs: Int) {
+        _ = measured(bufferedMs: 0, delayMs: 0, atMs: atMs)
+        inputBacklogMs = 0
+    }
+
+    /// A connection ends or starts: its delay is measured afresh (the last one's, aged by the
+    /// outage, would read as a stall).
+    mutating func delayUnmeasured() {
+        localDelayMs = 0
+        delayMeasuredAtMs = 0
+    }
+}
+
+/// What the player tells, in order, on one channel (`StreamPlayerDelegate`).
+public enum StreamEvent: Equatable, Sendable {
+    /// The status changed; `sequence` strictly increases (a consumer that hands events on across
+    /// threads can drop one older than what it has).
+    case status(StreamStatus, sequence: Int)
+    /// Where a track change looked for (`StreamPlayer.findBoundary`) was heard in the music.
+    case boundaryHeard(BoundaryHeard)
+    /// The heard delay fell by more than `StreamTuning.delayFallToldMs` at once: audio was dropped
+    /// to come back towards live, and what is held for the delay is due sooner by as much.
+    case delayFell(fromMs: Int, toMs: Int)
+    /// The new track of the change whose on-time moment is `onTimeMs`
+    /// (`BoundaryRequest.onTimeMs`) is heard `laterMs` after it: the audio around it was muted at
+    /// a grown cushion, or its first moments went with a cut before it.
+    case changeHeardLater(onTimeMs: Int, laterMs: Int)
 }
 
 public protocol StreamPlayerDelegate: AnyObject, Sendable {
-    /// Called on whichever thread made the change (a control caller, "stream-http", "decoder")
-    /// while the player holds the lock that orders the changes, so calls come in the order the
-    /// changes happened, with `sequence` strictly increasing (a consumer that hands them on
-    /// across threads can drop one older than what it has). Must not block and must not call
-    /// back into the player: hand the work on and return.
-    func streamPlayer(statusChanged status: StreamStatus, sequence: Int)
+    /// Called on whichever thread made it (a control caller, "stream-http", "decoder"); statuses
+    /// while the player holds the lock that orders them. Must not block and must not call back
+    /// into the player: hand the work on and return.
+    func streamPlayer(_ event: StreamEvent)
 }
 
 /// What the player does when the sound output it plays on goes away while it plays: a USB or
@@ -152,27 +183,5 @@ public struct StreamConfig: Sendable, Equatable {
         self.user = user
         self.password = password
         self.sink = sink
-    }
-}
-
-/// The stream's audio silenced because the house paused or stopped and that is shown here
-/// (`StreamPlayer.silence`): music from before the pause that a stall brings late is not heard
-/// under Paused. What the house sends while paused is silence anyway, or nothing.
-public enum HouseSilence: Equatable, Sendable {
-    case none
-    /// Until told otherwise.
-    case untilTold
-    /// Until the audio that would have arrived at `onTimeMs` had every page come on time
-    /// (monotonic ms; `BoundaryRequest` places a change the same way): where the house's
-    /// resume is in the stream, shown or not yet.
-    case until(onTimeMs: Int)
-
-    /// Whether audio that would have arrived at `onTimeMs` is silenced (nil: not known yet).
-    public func silences(onTimeMs: Int?) -> Bool {
-        switch self {
-        case .none: return false
-        case .untilTold: return true
-        case .until(let end): return onTimeMs.map { $0 < end } ?? true
-        }
     }
 }

@@ -12,8 +12,7 @@ import Synchronization
 /// (publishing, stream control); "mopidy-rpc" makes the calls to Mopidy, one at a time, and
 /// hands each answer back as an input; "cover-art" downloads covers and sends notifications.
 /// So the D-Bus thread never waits on the network, and neither does a pause.
-public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPlayerDelegate, StreamBoundaryDelegate,
-                           @unchecked Sendable {
+public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPlayerDelegate, @unchecked Sendable {
     public let client: MopidyClient
     /// Where Mopidy may answer on the route in use, in order of preference: one layout when the
     /// URLs are configured, Groove Audio's then plain Mopidy's from a host alone. The event
@@ -57,12 +56,6 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         stream?.watchBoundaries(config.heardSync && config.heardSyncLearn)
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
                          due: { [weak self] in self?.run(.due) })
-        stream?.onDelayFall { [weak self] from, to in
-            self?.loop.submit(.streamDelayFell(fromMs: from, toMs: to), whenFull: .always)
-        }
-        stream?.onChangeHeardLater { [weak self] onTime, later in
-            self?.loop.submit(.streamChangeHeardLater(onTimeMs: onTime, laterMs: later), whenFull: .always)
-        }
     }
 
     public var config: Config { latest.withLock { $0.config } }
@@ -254,14 +247,15 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     }
     private let droppedCommands = Atomic<Int>(0)
 
-    /// On one of the stream player's threads, under its lock: hand on, never wait.
-    public func streamPlayer(statusChanged status: StreamStatus, sequence: Int) {
-        loop.submit(.streamStatus(status, sequence: sequence), whenFull: .always)
-    }
-
-    /// On the decoder thread: hand on, never wait.
-    public func streamPlayer(boundaryHeard: BoundaryHeard) {
-        loop.submit(.boundaryHeard(boundaryHeard), whenFull: .always)
+    /// On one of the stream player's threads (a status under its lock): hand on, never wait.
+    public func streamPlayer(_ event: StreamEvent) {
+        switch event {
+        case .status(let s, let sequence): loop.submit(.streamStatus(s, sequence: sequence), whenFull: .always)
+        case .boundaryHeard(let b): loop.submit(.boundaryHeard(b), whenFull: .always)
+        case .delayFell(let from, let to): loop.submit(.streamDelayFell(fromMs: from, toMs: to), whenFull: .always)
+        case .changeHeardLater(let onTime, let later):
+            loop.submit(.streamChangeHeardLater(onTimeMs: onTime, laterMs: later), whenFull: .always)
+        }
     }
 
     /// From the system bus watcher's thread: suspend and the network (see `SystemBusWatcher`).

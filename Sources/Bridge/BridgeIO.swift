@@ -37,11 +37,11 @@ public enum Input: Sendable {
     case reply(Reply)
     case streamStatus(StreamStatus, sequence: Int)
     /// The stream's heard delay fell at once (audio dropped to come back towards live): what is
-    /// held for it is timed again now (`StreamPlayer.onDelayFall`).
+    /// held for it is timed again now (`StreamEvent.delayFell`).
     case streamDelayFell(fromMs: Int, toMs: Int)
     /// The new track of the change whose on-time moment is `onTimeMs` is heard `laterMs` after
     /// it: silence was written before it and the audio around it muted
-    /// (`StreamPlayer.onChangeHeardLater`).
+    /// (`StreamEvent.changeHeardLater`).
     case streamChangeHeardLater(onTimeMs: Int, laterMs: Int)
     /// The user, through MPRIS.
     case command(PlayerCommand)

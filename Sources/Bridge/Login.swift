@@ -15,7 +15,7 @@ public enum LoginCheck {
     }
 
     /// The stream at `url` with these credentials: which kind of FLAC it serves, or why not.
-    public static func stream(url: String, user: String, password: String) -> Result<StreamKind, Failure> {
+    public static func stream(url: String, user: String, password: String) -> Result<StreamSniffer.Kind, Failure> {
         let head = StreamHead()
         var options = StreamingGet.Options(user: user, password: password)
         // Icecast sends the first bytes at once on an Ogg mount; a native FLAC mount may wait

@@ -41,8 +41,8 @@ extension BridgeState {
         fx.append(.log(.debug, "heard-now: holding \(e.name) for \(due - now) ms\(measured ? "" : " (estimated)")"))
     }
 
-    /// The stream muted the audio around a change it grew the cushion at (`ChangePad`), or cut
-    /// the new track's first moments with the old one's last (`ChangeCut`): the new track is
+    /// The stream muted the audio around a change it grew the cushion at (`Playout.Pad`), or cut
+    /// the new track's first moments with the old one's last (`Playout.Cut`): the new track is
     /// heard `laterMs` after the change's on-time moment `onTimeMs`, so its start,
     /// still held, is shown that much later, through every retiming, and nothing held after it
     /// sooner. The start is the one the stream was told of at that moment (`announceChange`);

@@ -17,7 +17,7 @@ while true {
     bytes += buf[0..<n]
 }
 fclose(f)
-guard let r = DecodeBenchmark.run(file: bytes, ogg: args.contains("--ogg")) else {
+guard let r = PCMConverter.Benchmark.run(file: bytes, ogg: args.contains("--ogg")) else {
     fputs("groove-decode-bench: cannot start the decoder\n", stderr)
     exit(1)
 }

@@ -22,7 +22,7 @@ extension DaemonTestCase {
         return (Int64(from * 1e6), Int64(until * 1e6))
     }
 
-    /// The cushion grown at a track change (#24 item 2, `ChangePad`), through the rig's link with
+    /// The cushion grown at a track change (#24 item 2, `Playout.Pad`), through the rig's link with
     /// stalls that each begin as a page arrives (so the gap the bridge sees is the stall, to the
     /// page). The house changes track 4 s after the join (a change the lag of a join on a busy
     /// machine goes at, once the input has measured it; and no change of its own before the

@@ -35,53 +35,22 @@ final class RawListener: StreamingGetDelegate, @unchecked Sendable {
             ring.finish()
             done.signal()
         }
+        // Bytes as they arrive, cut into units and decoded as the bridge's decoder does (each unit
+        // dated by the read that completed it: the same dating as the bridge's, so the two
+        // measures meet).
         Thread.detachNewThread { [self] in
-            let pages = ogg ? OggUnwrapper(ring: ring) : nil
-            let decoder = FLACDecoder(
-                container: .native,
-                read: { [ring] buf in
-                    if let pages { return pages.read(into: buf) }
-                    if case .bytes(let n) = ring.read(into: buf) { return .bytes(n) }
-                    return .end
-                },
-                frame: { [self] f in keep(f, arrivalMs: pages?.arrivalMs ?? ring.lastReadArrivalMs); return true },
-                corruption: {})
-            _ = decoder?.run()
-            done.signal()
-        }
-    }
-
-    /// Ogg pages to native FLAC as the bridge's input unwraps them (`OggPage.flacBody`), each
-    /// page dated by the read that completed it: the same dating as the bridge's, so the two
-    /// measures meet. (libFLAC's own Ogg reader waits to fill its buffer, dating audio up to
-    /// ~0.1 s late in music and seconds late in silence.)
-    private final class OggUnwrapper {
-        let ring: ByteRing
-        var splitter = OggPageSplitter()
-        var scratch = [UInt8](repeating: 0, count: 4096)
-        var body: [UInt8] = []
-        var offset = 0
-        var unwrapper = OggFLACUnwrapper()
-        private(set) var arrivalMs = 0
-
-        init(ring: ByteRing) { self.ring = ring }
-
-        func read(into buf: UnsafeMutableRawBufferPointer) -> DecoderInput {
-            while offset >= body.count {
-                guard let page = splitter.next() else {
-                    guard case .bytes(let n) = scratch.withUnsafeMutableBytes({ ring.read(into: $0) }) else { return .end }
-                    splitter.feed(scratch[0..<n])
-                    arrivalMs = ring.lastReadArrivalMs
-                    continue
+            var reader = FrameReader(ogg: ogg)
+            var input = FLACDecoder.Input()
+            var scratch = [UInt8](repeating: 0, count: 4096)
+            let decoder = FLACDecoder(corruption: {})
+            while let decoder, case .bytes(let n) = scratch.withUnsafeMutableBytes({ ring.read(into: $0, oneArrival: true) }) {
+                reader.feed(scratch[0..<n], arrival: Instant(ms: ring.lastReadArrivalMs))
+                while let u = reader.next() { input.append(u) }
+                while let outcome = decoder.step(&input, frame: { f, arrival in keep(f, arrivalMs: arrival.ms) }) {
+                    if case .failed = outcome { break }
                 }
-                guard page.checksumValid else { continue }
-                body = unwrapper.flacBody(of: page)
-                offset = 0
             }
-            let n = min(buf.count, body.count - offset)
-            body.withUnsafeBytes { buf.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: n) }
-            offset += n
-            return .bytes(n)
+            done.signal()
         }
     }
 

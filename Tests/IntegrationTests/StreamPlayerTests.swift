@@ -7,7 +7,9 @@ import XCTest
 
 final class StatusLog: StreamPlayerDelegate {
     private let list = Mutex<[StreamStatus]>([])
-    func streamPlayer(statusChanged status: StreamStatus, sequence: Int) { list.withLock { $0.append(status) } }
+    func streamPlayer(_ event: StreamEvent) {
+        if case .status(let status, _) = event { list.withLock { $0.append(status) } }
+    }
     var all: [StreamStatus] { list.withLock { $0 } }
 }
 

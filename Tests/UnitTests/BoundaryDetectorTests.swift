@@ -184,21 +184,20 @@ final class BoundaryDetectorTests: XCTestCase {
     func testTheWatchAnswersInStreamPositions() {
         var s = Synth()
         s.add(3, rms: 0.3, Synth.tone(440)); s.add(3, rms: 0.3, Synth.tone(660))
-        let requests = BoundaryRequests()
         let late = BoundaryRequest(changedAtMs: 3600, serverDelayMs: 700, windowMs: 1500)
         let lost = BoundaryRequest(changedAtMs: -9000, serverDelayMs: 700, windowMs: 1500)
-        requests.add(late)
-        requests.add(lost)
-        var watch = BoundaryWatch()
+        var requests = [late, lost]
+        var watch = BoundaryDetector.Watch()
         var answers: [BoundaryHeard] = []
         var answeredAtMs: Double? = nil
         let format = AudioFormat(sampleRate: Synth.rate, channels: 2, bitsPerSample: 16)
         s.frames(startMs: 0) { planes, count, atMs in
             let f = DecodedFrame(format: format, samples: count, planes: planes)
-            watch.decoded(f, atMs: atMs, requests: requests, originMs: 1000, nowMs: 0) {
+            watch.decoded(f, at: StreamPosition(ms: atMs), requests: requests, originMs: 1000, now: Instant(ms: 0)) {
                 answers.append($0)
                 if $0.request == late { answeredAtMs = atMs }
             }
+            requests = []
         }
         XCTAssertEqual(answers.count, 2)
         XCTAssertEqual(answers.first { $0.request == lost }?.offsetMs, .some(nil), "audio never kept is no boundary")

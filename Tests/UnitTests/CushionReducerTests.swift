@@ -63,7 +63,7 @@ final class CushionReducerTests: XCTestCase {
         XCTAssertEqual(r.take(), [])
     }
 
-    /// Silence written before a change and the audio around it muted (`ChangePad`): its new
+    /// Silence written before a change and the audio around it muted (`Playout.Pad`): its new
     /// track is heard 150 ms after the change's on-time moment, so its start, held, is shown
     /// 150 ms later, through a later measure too, and the start after it not before it. The
     /// start is the one the stream was told of at that moment (10 400: 400 ms of server after

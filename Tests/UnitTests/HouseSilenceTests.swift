@@ -82,22 +82,23 @@ final class HouseSilenceTests: XCTestCase {
         XCTAssertEqual(r.take().filter { $0.hasPrefix("silence") }, ["silence none"])
     }
 
-    /// The output's side: each frame's level by where it is in the stream.
-    func testAFramesLevelFollowsTheSilenceByItsOnTimeMoment() {
-        var e = HeardDelayEstimator()
-        XCTAssertNil(e.onTimeMs(atPositionMs: 0))
-        e.frameDecoded(samples: 4410, sampleRate: 44_100, arrivalMs: 1000)  // 100 ms, on time at 900 + its end
-        XCTAssertEqual(e.onTimeMs(atPositionMs: 100), 1000)
-        let g = Gain()
-        g.value = 0.5
-        XCTAssertEqual(g.value(onTimeMs: e.onTimeMs(atPositionMs: 0)), 0.5)
-        g.silence = .until(onTimeMs: 1000)
-        XCTAssertEqual(g.value(onTimeMs: e.onTimeMs(atPositionMs: 0)), 0, "at 900: before the resume")
-        XCTAssertEqual(g.value(onTimeMs: e.onTimeMs(atPositionMs: 100)), 0.5, "at 1000: the resume")
-        g.silence = .untilTold
-        XCTAssertEqual(g.value(onTimeMs: 5000), 0)
-        g.silence = .none
-        XCTAssertEqual(g.value(onTimeMs: nil), 0.5)
+    /// The playout's side: each frame is silenced by where it is in the stream.
+    func testAFramesSilenceFollowsTheHouseByItsOnTimeMoment() {
+        var d = Playout.Delay()
+        XCTAssertNil(d.onTime(at: .start))
+        d.decoded(samples: 4410, rate: 44_100, arrival: Instant(ms: 1000))  // 100 ms, on time at 900 + its end
+        XCTAssertEqual(d.onTime(at: StreamPosition(ms: 100)), Instant(ms: 1000))
+        /// Two frames of 100 ms, on time at 900 and 1000: whether each is silenced.
+        func muted(_ house: HouseSilence) -> [Bool] {
+            var p = Playout(keepMs: 0, learned: Playout.Target(), joining: Instant(ms: 0))
+            let format = AudioFormat(sampleRate: 44_100, channels: 2, bitsPerSample: 16)
+            return [1000, 1100].map { at in
+                p.decide(samples: 4410, format: format, arrival: Instant(ms: at), house: house, at: Instant(ms: at)) { false }.houseMuted
+            }
+        }
+        XCTAssertEqual(muted(.none), [false, false])
+        XCTAssertEqual(muted(.until(onTimeMs: 1000)), [true, false], "at 900: before the resume; at 1000: the resume")
+        XCTAssertEqual(muted(.untilTold), [true, true])
     }
 
     func testWhatIsSilencedByWhereItIsInTheStream() {

@@ -7,16 +7,16 @@ final class ReconnectPolicyTests: XCTestCase {
 
     func policy() -> ReconnectPolicy { ReconnectPolicy() }
 
-    func next(_ p: inout ReconnectPolicy, _ end: StreamEnd, failure: ConnectionFailure? = nil, playedMs: Int = 0,
+    func next(_ p: inout ReconnectPolicy, _ end: StreamEnd, failure: ReconnectPolicy.Failure? = nil, playedMs: Int = 0,
               user: String? = "listener", atMs: Int = 1000) -> StreamStatus {
-        p.next(after: ConnectionOutcome(end: end, failure: failure, playedMs: playedMs), url: url, user: user,
+        p.next(after: ReconnectPolicy.Outcome(end: end, failure: failure, playedMs: playedMs), url: url, user: user,
                slowRetryMs: 30_000, nowMs: atMs)
     }
 
     /// Each way a connection can end, as the first end after a fresh start: the README and the
     /// rig tests quote these texts.
     func testEachEndAndItsStatus() {
-        let table: [(StreamEnd, ConnectionFailure?, StreamStatus)] = [
+        let table: [(StreamEnd, ReconnectPolicy.Failure?, StreamStatus)] = [
             (.httpStatus(401), nil, .failed(reason: FailureReason(.unauthorized(httpStatus: 401),
                                                           "stream refused the password for user 'listener' at \(url) (HTTP 401)"),
                                       retryInMs: 30_000)),
@@ -33,9 +33,9 @@ final class ReconnectPolicyTests: XCTestCase {
             (.finished, nil, .reconnecting(inMs: 250, reason: "\(url) ended the stream")),
             (.stoppedByConsumer, nil, .reconnecting(inMs: 250, reason: "\(url) ended the stream")),
             // What the decoder found wins over how the transfer ended.
-            (.finished, ConnectionFailure(reason: "stream at \(url) is not FLAC", permanent: true),
+            (.finished, ReconnectPolicy.Failure(reason: "stream at \(url) is not FLAC", permanent: true),
              .failed(reason: FailureReason("stream at \(url) is not FLAC"), retryInMs: 30_000)),
-            (.stoppedByConsumer, ConnectionFailure(reason: "sound output failed: Connection terminated", permanent: false),
+            (.stoppedByConsumer, ReconnectPolicy.Failure(reason: "sound output failed: Connection terminated", permanent: false),
              .reconnecting(inMs: 250, reason: "sound output failed: Connection terminated")),
         ]
         for (end, failure, want) in table {
@@ -64,7 +64,7 @@ final class ReconnectPolicyTests: XCTestCase {
     func testPermanentFailuresDoNotStartTheOutage() {
         var p = policy()
         for end in [StreamEnd.httpStatus(401), .httpStatus(403), .untrusted("x")] { _ = next(&p, end, atMs: 1000) }
-        _ = next(&p, .finished, failure: ConnectionFailure(reason: "not FLAC", permanent: true), atMs: 1000)
+        _ = next(&p, .finished, failure: ReconnectPolicy.Failure(reason: "not FLAC", permanent: true), atMs: 1000)
         XCTAssertNil(p.outage.firstFailureMs)
         XCTAssertEqual(next(&p, .failed("x"), atMs: 200_000).retry?.delayMs, 250)
     }
@@ -96,7 +96,7 @@ final class ReconnectPolicyTests: XCTestCase {
 
     func testTheSlowRetryIsTheConfiguredOne() {
         var p = policy()
-        let s = p.next(after: ConnectionOutcome(end: .httpStatus(401)), url: url, user: nil, slowRetryMs: 2000, nowMs: 0)
+        let s = p.next(after: ReconnectPolicy.Outcome(end: .httpStatus(401)), url: url, user: nil, slowRetryMs: 2000, nowMs: 0)
         XCTAssertEqual(s.retry?.delayMs, 2000)
     }
 }

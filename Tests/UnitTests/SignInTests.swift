@@ -12,7 +12,7 @@ final class SignInTests: XCTestCase {
     /// The stream player's own words for a refusal, made by its ReconnectPolicy.
     static func streamRefused(_ code: Int = 401) -> StreamStatus {
         var policy = ReconnectPolicy()
-        return policy.next(after: ConnectionOutcome(end: .httpStatus(code)), url: streamURL, user: "listener",
+        return policy.next(after: ReconnectPolicy.Outcome(end: .httpStatus(code)), url: streamURL, user: "listener",
                            slowRetryMs: 30_000, nowMs: 0)
     }
 

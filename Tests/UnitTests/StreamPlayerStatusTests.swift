@@ -7,7 +7,8 @@ import XCTest
 
 final class StatusSequence: StreamPlayerDelegate {
     private let list = Mutex<[(status: StreamStatus, sequence: Int)]>([])
-    func streamPlayer(statusChanged status: StreamStatus, sequence: Int) {
+    func streamPlayer(_ event: StreamEvent) {
+        guard case .status(let status, let sequence) = event else { return }
         list.withLock { $0.append((status, sequence)) }
     }
     var all: [(status: StreamStatus, sequence: Int)] { list.withLock { $0 } }

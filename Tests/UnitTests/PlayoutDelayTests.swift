@@ -1,7 +1,7 @@
 @testable import Audio
 import XCTest
 
-/// A listener in miniature, in whole milliseconds, that knows the truth. The server sends 100 ms
+/// The heard delay (`Playout.Delay`) against a listener in miniature, in whole milliseconds, that knows the truth. The server sends 100 ms
 /// frames (100 samples at 1 kHz); frame k (stream position k·100 to (k+1)·100) left the server at
 /// `originMs` + (k+1)·100 and arrives here at `arrival(k)`, never earlier. On joining, the decoder
 /// decodes all that has arrived and keeps the newest `keepMs` of it; afterwards it decodes a
@@ -9,7 +9,7 @@ import XCTest
 /// underruns when empty. What is heard at t is position `heard`, which left the server at
 /// `originMs` + `heard`: the true delay is t − `originMs` − `heard`.
 struct Listener {
-    var estimator: HeardDelayEstimator
+    var estimator: Playout.Delay
     let originMs: Int
     let arrival: (Int) -> Int
     var keepMs = 500
@@ -24,7 +24,7 @@ struct Listener {
     private(set) var samples: [(t: Int, estimate: Int, truth: Int)] = []
 
     init(smoothing: Double = 1, originMs: Int, arrival: @escaping (Int) -> Int) {
-        estimator = HeardDelayEstimator(smoothing: smoothing)
+        estimator = Playout.Delay(smoothing: smoothing)
         self.originMs = originMs
         self.arrival = arrival
     }
@@ -58,17 +58,17 @@ struct Listener {
     }
 
     private mutating func decode() {
-        estimator.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: arrival(next))
+        estimator.decoded(samples: 100, rate: 1000, arrival: Instant(ms: arrival(next)))
         next += 1
     }
 
     private mutating func note(_ t: Int, soundServerMs: Int, heldMs: Int) {
-        let e = estimator.delayMs(nowMs: t, soundServerMs: soundServerMs, unwrittenMs: 0, heldMs: heldMs)!
+        let e = estimator.delayMs(now: Instant(ms: t), soundServerMs: soundServerMs, heldMs: heldMs)!
         samples.append((t, e, t - originMs - heard))
     }
 }
 
-final class HeardDelayEstimatorTests: XCTestCase {
+final class PlayoutDelayTests: XCTestCase {
     func assertTracksTheTruth(_ l: Listener, within ms: Int = 1, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertFalse(l.samples.isEmpty, file: file, line: line)
         for s in l.samples where abs(s.estimate - s.truth) > ms {
@@ -119,14 +119,14 @@ final class HeardDelayEstimatorTests: XCTestCase {
     /// after an hour.
     func testCreepFollowsASlowerServerClock() {
         func originLag(creep: Double) -> Double {
-            var e = HeardDelayEstimator(creep: creep)
+            var e = Playout.Delay(creep: creep)
             var bound = 0.0
             for k in 0..<36_000 {
                 let arrival = Int((Double(1000 + (k + 1) * 100) * 1.0001).rounded())
-                e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: arrival)
-                bound = Double(arrival) - e.decodedMs
+                e.decoded(samples: 100, rate: 1000, arrival: Instant(ms: arrival))
+                bound = Double(arrival) - e.position.ms
             }
-            return bound - e.onTimeOriginMs!
+            return bound - e.originMs!
         }
         XCTAssertLessThan(originLag(creep: StreamTuning.originCreep), 1.5)
         XCTAssertEqual(originLag(creep: 0), 360, accuracy: 1)
@@ -134,24 +134,24 @@ final class HeardDelayEstimatorTests: XCTestCase {
 
     /// On our own clock's pace the creep never moves the origin past a punctual page.
     func testCreepStaysOnAPunctualClock() {
-        var e = HeardDelayEstimator()
+        var e = Playout.Delay()
         for k in 0..<1000 {
-            e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: 500 + (k + 1) * 100)
-            XCTAssertEqual(e.onTimeOriginMs, 500)
+            e.decoded(samples: 100, rate: 1000, arrival: Instant(ms: 500 + (k + 1) * 100))
+            XCTAssertEqual(e.originMs, 500)
         }
     }
 
     /// Falls and small rises move a fifth of the way; a rise of more than `wholeRiseMs` is taken
     /// whole.
     func testSmoothingMovesAFifthOfTheWayButForALargeRise() {
-        var e = HeardDelayEstimator()
-        XCTAssertNil(e.delayMs(nowMs: 0, soundServerMs: 500, unwrittenMs: 0, heldMs: 0), "no frame yet")
-        e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: 1100)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 0, heldMs: 0), 500)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 550, unwrittenMs: 0, heldMs: 0), 510)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 400, unwrittenMs: 0, heldMs: 0), 488)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 100, heldMs: 300), 900)
-        XCTAssertEqual(e.delayMs(nowMs: 1100, soundServerMs: 500, unwrittenMs: 0, heldMs: 0), 820)
+        var e = Playout.Delay()
+        XCTAssertNil(e.delayMs(now: Instant(ms: 0), soundServerMs: 500, heldMs: 0), "no frame yet")
+        e.decoded(samples: 100, rate: 1000, arrival: Instant(ms: 1100))
+        XCTAssertEqual(e.delayMs(now: Instant(ms: 1100), soundServerMs: 500, heldMs: 0), 500)
+        XCTAssertEqual(e.delayMs(now: Instant(ms: 1100), soundServerMs: 550, heldMs: 0), 510)
+        XCTAssertEqual(e.delayMs(now: Instant(ms: 1100), soundServerMs: 400, heldMs: 0), 488)
+        XCTAssertEqual(e.delayMs(now: Instant(ms: 1100), soundServerMs: 500, heldMs: 100 + 300), 900)
+        XCTAssertEqual(e.delayMs(now: Instant(ms: 1100), soundServerMs: 500, heldMs: 0), 820)
     }
 
     /// Issue #27: after a stall that ran the sink dry the delay is larger by what was lost, and
@@ -170,9 +170,9 @@ final class HeardDelayEstimatorTests: XCTestCase {
 
     /// Audio ahead of its on-time arrival (the estimate's rounding) is not a negative delay.
     func testLateIsNeverNegative() {
-        var e = HeardDelayEstimator()
-        e.frameDecoded(samples: 100, sampleRate: 1000, arrivalMs: 1100)
-        XCTAssertEqual(e.delayMs(nowMs: 900, soundServerMs: 300, unwrittenMs: 0, heldMs: 0), 300)
+        var e = Playout.Delay()
+        e.decoded(samples: 100, rate: 1000, arrival: Instant(ms: 1100))
+        XCTAssertEqual(e.delayMs(now: Instant(ms: 900), soundServerMs: 300, heldMs: 0), 300)
     }
 
     /// Between measures the published delay stands, until the sound server's buffer at the last
