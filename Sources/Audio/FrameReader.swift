@@ -122,34 +122,29 @@ extension FrameReader {
         serial = page.serial
         let b = page.bytes
         let segments = Int(b[26])
-        var offset = 27 + segments
         // A packet continued from the page before is kept only if that page was this one's
-        // predecessor and kept its start.
+        // predecessor and kept its start; otherwise its part here is skipped.
         var open = page.continued && lastSequence.map { page.sequence == $0 &+ 1 } == true ? packet : nil
         var skipping = page.continued && open == nil
         lastSequence = page.sequence
-        var first = true
+        packet = nil
+        var first = true, start = 27 + segments, offset = start
         for k in 0..<segments {
             let lace = Int(b[27 + k])
-            if !skipping {
-                var p = open ?? []
-                p.append(contentsOf: b[offset..<(offset + lace)])
-                open = p
-            }
             offset += lace
             guard lace < 255 else { continue }
-            if !skipping, let p = open {
+            // A packet ends here: [start, offset) of this page, after what an earlier page began.
+            if !skipping {
+                let p = open.map { $0 + b[start..<offset] } ?? Array(b[start..<offset])
                 emit(packet: p, preamble: first && page.beginsStream, arrival: arrival)
             }
-            open = nil
-            skipping = false
-            first = false
+            (open, skipping, first, start) = (nil, false, false, offset)
         }
-        if let p = open, p.count > Self.maxUnitBytes {
-            lostSync += 1
-            open = nil
+        // A packet the page leaves open (its last lacing value is 255) goes on on the next page.
+        if segments > 0 && b[26 + segments] == 255 && !skipping {
+            let p = (open ?? []) + b[start..<offset]
+            if p.count > Self.maxUnitBytes { lostSync += 1 } else { packet = p }
         }
-        packet = open
     }
 
     private mutating func emit(packet p: [UInt8], preamble: Bool, arrival: Instant) {

@@ -150,9 +150,11 @@ final class Pipeline {
     // MARK: Source
 
     /// Reads what the connection has, without waiting, when it is needed: to sniff, to gather the
-    /// join, or when nothing is left to decode. True when something came.
+    /// join, or when nothing is left to decode and the playout can take a frame (not while one
+    /// waits for room: then a byte that comes does not wake this thread). True when something came.
     private func read(_ s: Session) -> Bool {
-        guard !s.ended, s.kind == nil || s.gathering || (s.input.isEmpty && s.reader.readyCount == 0) else { return false }
+        let wanted = s.input.isEmpty && s.reader.readyCount == 0 && (s.playout.phase != .flowing || queue.isEmpty)
+        guard !s.ended, s.kind == nil || s.gathering || wanted else { return false }
         let r = scratch.withUnsafeMutableBytes { s.c.ring.tryRead(into: $0) }
         switch r {
         case .empty: return false
