@@ -53,7 +53,6 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         state.link.layouts = layouts
         latest = Mutex(state)
         stream = state.streamConfig.map { StreamPlayer(config: $0, delegate: nil) }
-        stream?.watchBoundaries(config.heardSync && config.heardSyncLearn)
         loop = InputLoop(name: "bridge", handle: { [weak self] input in self?.run(input) },
                          due: { [weak self] in self?.run(.due) })
     }
@@ -64,8 +63,6 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
     /// Returns the bus name taken, or nil when another bridge owns the name and
     /// `allowInstance` is false.
     public func start(connection: DBusConnection, allowInstance: Bool) throws(DBusFailure) -> String? {
-        // Read before the loop's thread can run: from here on `state` is that thread's.
-        let autoplay = state.config.autoplay
         let service = MPRISService(connection: connection, controller: self, initial: state.published,
                                    status: { [weak self] in self?.statusJSON() ?? "{}" })
         guard let name = try service.publish(allowInstance: allowInstance) else { return nil }
@@ -74,7 +71,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
         let events = MopidyEventStream(urls: layouts.map(\.wsURL), delegate: self)
         self.events = events
         events.start()
-        if autoplay { stream?.play() }
+        loop.submit(.started, whenFull: .always)
         return name
     }
 
@@ -85,7 +82,6 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
 
     /// A new configuration (SIGHUP).
     public func reload(_ new: Config) {
-        stream?.watchBoundaries(new.heardSync && new.heardSyncLearn)
         loop.submit(.reload(new), whenFull: .always)
     }
 
@@ -126,6 +122,7 @@ public final class Bridge: MPRISController, MopidyEventStreamDelegate, StreamPla
             case .hold(let on): stream?.hold(on)
             case .changeAnnounced(let ms): stream?.changeAnnounced(onTimeMs: ms)
             case .findBoundary(let r): stream?.findBoundary(r)
+            case .watchBoundaries(let on): stream?.watchBoundaries(on)
             case .silence(let s): stream?.silence(s)
             }
         case .events(let command):

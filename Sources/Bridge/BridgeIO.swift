@@ -27,6 +27,9 @@ public struct Moment: Sendable, Equatable {
 
 /// Everything that changes the bridge's state, in the order the runner received it.
 public enum Input: Sendable {
+    /// The bridge is on the bus and follows Mopidy: the stream is set up (and plays, with
+    /// `autoplay`).
+    case started
     /// Mopidy's event socket is up at `url` (the wsURL of one of the route's layouts): fetch the
     /// whole state (events missed meanwhile are lost), and call the layout that answered.
     case eventsConnected(url: String)
@@ -185,6 +188,8 @@ public enum StreamCommand: Equatable, Sendable {
     case changeAnnounced(onTimeMs: Int)
     /// Look for a track change in the audio to learn the server's delay (`StreamPlayer.findBoundary`).
     case findBoundary(BoundaryRequest)
+    /// Whether the decoder keeps what it needs to find boundaries: while the delay is learned.
+    case watchBoundaries(Bool)
     /// The house's pause or stop is shown: what is decoded is silenced (`StreamPlayer.silence`).
     case silence(HouseSilence)
 }

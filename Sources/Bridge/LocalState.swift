@@ -63,10 +63,10 @@ public struct LocalState: Equatable, Sendable {
         case .paused: .paused
         case .stopped: .stopped
         }
-        guard let stream else { return server.connected ? house : .stopped }
+        guard let stream else { return server.synced ? house : .stopped }
         // Mopidy unreachable: the stream says what plays, as the house was last known to play
         // (a pause or stop of the house that reached this computer's ears is shown).
-        if !server.connected { return stream == .playing ? house : .stopped }
+        if !server.synced { return stream == .playing ? house : .stopped }
         if house == .playing { return streamActive ? .playing : .paused }
         return house
     }
@@ -99,7 +99,7 @@ public func playerState(_ server: ServerState, _ local: LocalState) -> PlayerSta
         p.positionAdvancing = hearing
     }
     // While Mopidy is unreachable the last track stays only while its audio still plays.
-    let shown = server.connected || local.stream == .playing
+    let shown = server.synced || local.stream == .playing
     if let tl = server.current, shown {
         p.metadata = ServerState.metadata(tl, artURL: server.artURL, title: server.streamTitle)
     }
@@ -115,15 +115,15 @@ public func playerState(_ server: ServerState, _ local: LocalState) -> PlayerSta
         let from = all.firstIndex { $0.trackID == currentID } ?? 0
         p.tracklist = all.dropFirst(from).prefix(BridgeTuning.trackListLength).map { $0.trackID == currentID ? p.metadata : $0 }
     }
-    p.canEditTracks = server.connected
+    p.canEditTracks = server.synced
     p.playlists = server.playlists
     if let a = server.activated, let c = server.current, a.tlids.contains(c.tlid) { p.activePlaylist = a.playlist }
     // With repeat on, Mopidy always has a next/previous track to go to.
-    p.canGoNext = server.connected && (server.nextTlid != nil || (server.repeatOn && server.current != nil))
-    p.canGoPrevious = server.connected && (server.previousTlid != nil || (server.repeatOn && server.current != nil))
+    p.canGoNext = server.synced && (server.nextTlid != nil || (server.repeatOn && server.current != nil))
+    p.canGoPrevious = server.synced && (server.previousTlid != nil || (server.repeatOn && server.current != nil))
     p.canPlay = true
     p.canPause = true
-    p.canSeek = server.connected && server.current?.track.lengthMs != nil
+    p.canSeek = server.synced && server.current?.track.lengthMs != nil
     p.canRaise = local.canRaise
     p.supportedUriSchemes = server.uriSchemes
     return p

@@ -17,7 +17,7 @@ extension BridgeState {
             if hasStream && !local.streamActive { fx.append(.stream(.play)) }
             // The house as Mopidy last said it: a pause from elsewhere still held back counts.
             let house = houseStateNewest
-            if server.connected && house != .playing {
+            if server.synced && house != .playing {
                 // The house starting again because of this Play is shown at once, like Next.
                 userAsks(m)
                 stopAskedAtMs = nil
@@ -112,7 +112,7 @@ extension BridgeState {
     /// many are unanswered, dropped with one; a newer volume or seek waits for the one under way
     /// and replaces any other waiting.
     mutating func call(_ c: MopidyCall, _ fx: inout [Effect]) {
-        guard server.connected else { return refuse(c, "Mopidy is not connected; ignored", &fx) }
+        guard server.synced else { return refuse(c, "Mopidy is not connected; ignored", &fx) }
         if let kind = c.latestWins, latestInFlight.contains(kind) {
             latestWaiting[kind] = c
             return
@@ -143,12 +143,16 @@ extension BridgeState {
         if let next = latestWaiting.removeValue(forKey: kind) { call(next, &fx) }
     }
 
-    mutating func reload(_ new: Config, _ fx: inout [Effect]) {
+    mutating func reload(_ new: Config, _ m: Moment, _ fx: inout [Effect]) {
         // Leaving volume = local: this computer's gain goes back to full, Mopidy's mixer rules.
         if config.volume == .local && new.volume != .local && local.volume != 1 {
             local.volume = 1
             if hasStream { fx.append(.stream(.volume(1))) }
         }
+        // Another `server_delay_ms`: the server's delay is learned again from it, from now on.
+        if new.serverDelayMs != config.serverDelayMs { learner = ServerDelayLearner(startMs: new.serverDelayMs, atMs: m.nowMs) }
+        let watch = new.heardSync && new.heardSyncLearn
+        if hasStream && watch != (config.heardSync && config.heardSyncLearn) { fx.append(.stream(.watchBoundaries(watch))) }
         config = new
         local.volumeMode = new.volume
         // A change the stream sees reconnects it (keep_warm alone applies as it is); a reload

@@ -126,7 +126,7 @@ extension BridgeState {
     /// stream plays what it gets.
     mutating func followHouseSilence(_ m: Moment, _ fx: inout [Effect]) {
         var wanted = HouseSilence.none
-        if config.heardSync && local.streamActive && server.connected && server.state != .playing {
+        if config.heardSync && local.streamActive && server.synced && server.state != .playing {
             if let resume = held.first(where: { $0.event.houseState == .playing }) {
                 let arrived = resume.dueMs.subtracting(saturating: resume.heldMs)
                 wanted = .until(onTimeMs: arrived.adding(saturating: serverDelayMs)

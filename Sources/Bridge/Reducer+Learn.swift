@@ -17,6 +17,8 @@ public struct ServerDelayLearner: Sendable, Equatable {
 
     /// Where it started: `server_delay_ms`.
     public let startMs: Int
+    /// When it started (monotonic ms): an answer to a look made before says nothing of it.
+    public let startedAtMs: Int
     public private(set) var estimateMs: Int
     private var recent: [Int] = []
     /// Clear boundaries taken, and track changes looked at.
@@ -25,8 +27,9 @@ public struct ServerDelayLearner: Sendable, Equatable {
     /// When the estimate last changed, monotonic ms.
     public private(set) var changedAtMs: Int? = nil
 
-    public init(startMs: Int) {
+    public init(startMs: Int, atMs: Int = 0) {
         self.startMs = startMs
+        startedAtMs = atMs
         estimateMs = startMs
     }
 
@@ -56,11 +59,10 @@ extension BridgeState {
     static let firstBoundaryWindowMs = 2500
     static let boundaryWindowMs = 1500
 
-    /// The server's own delay in use: learned (from `server_delay_ms`, until it is reloaded with
-    /// another value), or `server_delay_ms` itself with `heard_sync_learn = false`.
-    var serverDelayMs: Int {
-        config.heardSyncLearn && learner.startMs == config.serverDelayMs ? learner.estimateMs : config.serverDelayMs
-    }
+    /// The server's own delay in use: learned (from `server_delay_ms`; a reload with another
+    /// value starts learning again from it), or `server_delay_ms` itself with
+    /// `heard_sync_learn = false`.
+    var serverDelayMs: Int { config.heardSyncLearn ? learner.estimateMs : config.serverDelayMs }
 
     /// The server announced a track change now, while this computer plays the stream: the
     /// stream is told where the change is (its cushion may cut before it or grow at it), and,
@@ -68,9 +70,6 @@ extension BridgeState {
     /// change's on-time moment, by which the stream names it later (`heardLater`).
     mutating func announceChange(_ m: Moment, _ fx: inout [Effect]) -> Int? {
         guard local.stream == .playing else { return nil }
-        if config.heardSyncLearn && learner.startMs != config.serverDelayMs {
-            learner = ServerDelayLearner(startMs: config.serverDelayMs)
-        }
         let window = learner.boundaries == 0 ? Self.firstBoundaryWindowMs : Self.boundaryWindowMs
         let request = BoundaryRequest(changedAtMs: m.nowMs, serverDelayMs: serverDelayMs, windowMs: window)
         fx.append(.stream(.changeAnnounced(onTimeMs: request.onTimeMs)))
@@ -81,7 +80,7 @@ extension BridgeState {
     /// Where a change looked for was heard: the learned delay follows.
     mutating func learn(_ b: BoundaryHeard, _ m: Moment, _ fx: inout [Effect]) {
         // An answer to a request made before a reload with another start value says nothing of it.
-        guard config.heardSyncLearn, learner.startMs == config.serverDelayMs else { return }
+        guard config.heardSyncLearn, b.request.changedAtMs >= learner.startedAtMs else { return }
         let sample = b.offsetMs.map { b.request.serverDelayMs.adding(saturating: $0) }
         let step = learner.heard(sampleMs: sample, atMs: m.nowMs)
         let said = sample.map { "a clear boundary \(b.offsetMs ?? 0) ms from where it was expected: the server's delay \($0) ms" }

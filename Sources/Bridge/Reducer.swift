@@ -45,7 +45,7 @@ extension BridgeState {
             endSync(m, &fx)
             // What plays on is what this computer still hears (LocalState.status): the house's
             // position runs on with it, as consumers extrapolate it.
-            server.connected = false
+            server.synced = false
         case .event(let e):
             if !syncing {
                 route(e, m, &fx)
@@ -65,8 +65,12 @@ extension BridgeState {
         case .command(let c):
             if local.asleep, c == .play { awakeByUser() }
             command(c, m, &fx)
+        case .started:
+            guard hasStream else { break }
+            fx.append(.stream(.watchBoundaries(config.heardSync && config.heardSyncLearn)))
+            if config.autoplay { fx.append(.stream(.play)) }
         case .reload(let new):
-            reload(new, &fx)
+            reload(new, m, &fx)
         case .coverReady(let uri, let file):
             if server.covers.count >= BridgeTuning.trackListCovers {
                 // Keep those of the list as it is; the others go.
@@ -211,7 +215,7 @@ extension BridgeState {
             // Only the answer to the newest fetch, while the events it goes with still flow.
             guard s.generation == resyncGeneration, eventsConnected else { break }
             let before = server.current
-            server.connected = true
+            server.synced = true
             server.setCurrent(s.current)
             if before?.tlid != s.current?.tlid { trackChanged(m) }
             server.state = s.state

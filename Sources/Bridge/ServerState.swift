@@ -6,7 +6,8 @@ import Support
 /// this computer's are `LocalState`. `playerState(_:_:)` maps the two to what MPRIS publishes;
 /// all three are pure so the mapping is unit-tested without a bus or a server.
 public struct ServerState: Equatable, Sendable {
-    public var connected = false
+    /// Mopidy's state is known: a full fetch answered while its events flow, and they still do.
+    public var synced = false
     public var current: TlTrack? = nil
     public var state: PlaybackState = .stopped
     /// Position at `positionAnchorUs` (monotonic µs).

@@ -97,6 +97,29 @@ final class LearnReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// The decoder keeps what it needs to find boundaries only while the delay is learned: set
+    /// when the bridge starts, and again by a reload that turns learning on or off.
+    func testTheStreamWatchesForBoundariesOnlyWhileLearning() {
+        var r = Rig(listening: false)
+        r.feed(.started)
+        XCTAssertEqual(r.take(), ["stream watchBoundaries(true)"], "no autoplay: nothing plays by itself")
+        var c = Rig.config
+        c.heardSyncLearn = false
+        r.feed(.reload(c))
+        XCTAssertEqual(r.take().filter { $0.contains("watch") }, ["stream watchBoundaries(false)"])
+        r.feed(.reload(c))
+        XCTAssertEqual(r.take().filter { $0.contains("watch") }, [], "told again without a change")
+        c.heardSyncLearn = true
+        c.autoplay = true
+        var started = Rig(config: c, listening: false)
+        started.feed(.started)
+        XCTAssertEqual(started.take(), ["stream watchBoundaries(true)", "stream play"], "autoplay plays at the start")
+        c.streamURL = nil
+        var silent = Rig(config: c, listening: false)
+        silent.feed(.started)
+        XCTAssertEqual(silent.take(), [], "without a stream there is nothing to tell")
+    }
+
     func testAReloadWithAnotherServerDelayStartsAgainFromIt() {
         var r = Rig()
         _ = change(&r, to: ReducerTests.two, answer: 600)

@@ -958,7 +958,7 @@ final class ReducerTests: XCTestCase {
         var late = old
         late.generation = r.state.resyncGeneration
         r.feed(.reply(.synced(late)))
-        XCTAssertFalse(r.state.server.connected, "an answer after the socket dropped showed the server as connected")
+        XCTAssertFalse(r.state.server.synced, "an answer after the socket dropped showed the server as connected")
     }
 
     func testABurstDuringAFetchIsFetchedAgainNotKept() {

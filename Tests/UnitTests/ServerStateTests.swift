@@ -13,7 +13,7 @@ final class ServerStateTests: XCTestCase {
     func testMappingToMPRIS() {
         var s = ServerState()
         let here = LocalState()
-        s.connected = true
+        s.synced = true
         s.setCurrent(tl(4))
         s.state = .paused
         s.volume = 42
@@ -36,7 +36,7 @@ final class ServerStateTests: XCTestCase {
     func testStatusIsWhatThisComputerHears() {
         var s = ServerState()
         var here = LocalState()
-        s.connected = true
+        s.synced = true
         s.state = .playing
         s.setCurrent(tl(1))
         here.stream = .paused
@@ -54,7 +54,7 @@ final class ServerStateTests: XCTestCase {
         XCTAssertEqual(playerState(s, here).playbackStatus, .stopped)
         // Mopidy gone, audio still flowing: the last track stays while it is heard, and the
         // house's state as last known (a stop heard before it went shows).
-        s.connected = false
+        s.synced = false
         here.stream = .playing
         XCTAssertEqual(playerState(s, here).metadata.title, "T1")
         XCTAssertEqual(playerState(s, here).playbackStatus, .stopped)
@@ -68,7 +68,7 @@ final class ServerStateTests: XCTestCase {
     func testVolumeModeAndPositionWhileLocallyPaused() {
         var s = ServerState()
         var here = LocalState()
-        s.connected = true
+        s.synced = true
         s.volume = 40
         here.volume = 0.9
         XCTAssertEqual(playerState(s, here).volume, 0.4, accuracy: 1e-9)
@@ -89,7 +89,7 @@ final class ServerStateTests: XCTestCase {
     func testAsleepOrStoppedHereWhateverTheHouseDoes() {
         var s = ServerState()
         var here = LocalState()
-        s.connected = true
+        s.synced = true
         s.state = .playing
         s.setCurrent(tl(1))
         s.positionMs = 1000
@@ -129,7 +129,7 @@ final class ServerStateTests: XCTestCase {
     func testNewTrackDropsStreamTitleAndArt() {
         var s = ServerState()
         let here = LocalState()
-        s.connected = true
+        s.synced = true
         s.setCurrent(tl(1))
         s.streamTitle = "Live"
         s.artURL = "file:///a.jpg"
