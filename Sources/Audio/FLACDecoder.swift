@@ -148,7 +148,9 @@ extension FLACDecoder {
     /// libFLAC's input: units in order, read one after the other (a frame a false header cut in
     /// two goes on in the next); a new logical stream stops the reading until libFLAC starts afresh.
     struct Input {
+        /// Units to read, from `head` on.
         private var units: [FrameReader.Unit] = []
+        private var head = 0
         private var unit: [UInt8] = []
         private var offset = 0
         /// When the bytes last read arrived: the frame libFLAC decodes from them arrived no earlier.
@@ -159,19 +161,29 @@ extension FLACDecoder {
         mutating func append(_ u: FrameReader.Unit) { units.append(u) }
         mutating func append<S: Sequence>(contentsOf more: S) where S.Element == FrameReader.Unit { units.append(contentsOf: more) }
 
+        private var first: FrameReader.Unit? { head < units.count ? units[head] : nil }
+        private mutating func dropFirst() {
+            head += 1
+            // What was read goes once it is half of what is held (never all of it at once).
+            if head >= 32 || head == units.count, head * 2 >= units.count {
+                units.removeFirst(head)
+                head = 0
+            }
+        }
+
         /// Everything given has been read.
-        var isEmpty: Bool { offset >= unit.count && units.isEmpty }
+        var isEmpty: Bool { offset >= unit.count && first == nil }
         /// Bytes to read before the next new stream.
-        var hasBytes: Bool { offset < unit.count || units.first.map { $0.kind != .newStream } == true }
-        fileprivate var atNewStream: Bool { offset >= unit.count && units.first?.kind == .newStream }
-        fileprivate mutating func dropNewStream() { units.removeFirst() }
+        var hasBytes: Bool { offset < unit.count || first.map { $0.kind != .newStream } == true }
+        fileprivate var atNewStream: Bool { offset >= unit.count && first?.kind == .newStream }
+        fileprivate mutating func dropNewStream() { dropFirst() }
 
         /// libFLAC's read: what is left of the unit under way, then the next; 0 when there is
         /// nothing more, or a new stream comes first.
         mutating func supply(_ buf: UnsafeMutableRawBufferPointer) -> Int {
             while offset >= unit.count {
-                guard let next = units.first, next.kind != .newStream else { return 0 }
-                units.removeFirst()
+                guard let next = first, next.kind != .newStream else { return 0 }
+                dropFirst()
                 (unit, offset, arrival) = (next.bytes, 0, next.arrival)
             }
             let n = min(buf.count, unit.count - offset)

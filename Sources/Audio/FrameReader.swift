@@ -174,13 +174,14 @@ extension FrameReader {
             return  // its metadata is still coming
         }
         let limit = final ? pending.count : pending.count - Self.headerBytes + 1
-        while scanned < limit {
-            defer { scanned += 1 }
-            guard pending[scanned] == 0xFF, let h = Self.header(pending, at: scanned) else { continue }
+        while let at = Self.syncByte(in: pending, from: scanned, below: limit) {
+            scanned = at + 1
+            guard let h = Self.header(pending, at: at) else { continue }
             // Before the first header: the tail of a frame this connection joined within.
-            if let c = current { cut(at: scanned, kind: .frame(c)) } else { drop(to: scanned) }
+            if let c = current { cut(at: at, kind: .frame(c)) } else { drop(to: at) }
             current = h
         }
+        scanned = max(scanned, limit)
         if final, let c = current, unitStart < pending.count {
             cut(at: pending.count, kind: .frame(c))
             current = nil
@@ -190,6 +191,20 @@ extension FrameReader {
             current = nil
         }
         compact()
+    }
+
+    /// The first 0xFF (a frame header's first byte) in `b[from..<end]`: every byte of a frame
+    /// is looked at here, so without a bounds check per byte.
+    static func syncByte(in b: [UInt8], from: Int, below end: Int) -> Int? {
+        guard from >= 0, from < end, end <= b.count else { return nil }
+        return b.withUnsafeBufferPointer { p in
+            var i = from
+            while i < end {
+                if p[i] == 0xFF { return i }
+                i += 1
+            }
+            return nil
+        }
     }
 
     /// Where `fLaC` and its metadata blocks end (nil: the bytes do not begin with `fLaC`, or

@@ -79,16 +79,20 @@ public struct OggPage: Equatable, Sendable {
         let stored = UInt32(bytes[22]) | UInt32(bytes[23]) << 8 | UInt32(bytes[24]) << 16 | UInt32(bytes[25]) << 24
         return bytes.withUnsafeBufferPointer { b in
             oggCRCTables.withUnsafeBufferPointer { t in
-                // Four bytes at a time (slicing by 4); the CRC field counts as zeros.
-                var crc: UInt32 = 0, i = 0
-                func byte(_ k: Int) -> UInt32 { k >= 22 && k < 26 ? 0 : UInt32(b[k]) }
+                // The header to its CRC field, the field as four zero bytes, then the rest four
+                // bytes at a time (slicing by 4).
+                var crc: UInt32 = 0
+                func one(_ v: UInt8) { crc = (crc << 8) ^ t[Int((crc >> 24) ^ UInt32(v))] }
+                for i in 0..<22 { one(b[i]) }
+                for _ in 0..<4 { one(0) }
+                var i = 26
                 while i + 4 <= b.count {
-                    let v = crc ^ (byte(i) << 24 | byte(i + 1) << 16 | byte(i + 2) << 8 | byte(i + 3))
+                    let v = crc ^ (UInt32(b[i]) << 24 | UInt32(b[i + 1]) << 16 | UInt32(b[i + 2]) << 8 | UInt32(b[i + 3]))
                     crc = t[768 + Int(v >> 24)] ^ t[512 + Int((v >> 16) & 0xFF)] ^ t[256 + Int((v >> 8) & 0xFF)] ^ t[Int(v & 0xFF)]
                     i += 4
                 }
                 while i < b.count {
-                    crc = (crc << 8) ^ t[Int((crc >> 24) ^ byte(i))]
+                    one(b[i])
                     i += 1
                 }
                 return crc == stored
@@ -124,35 +128,45 @@ extension OggPage {
     /// Splits a byte stream into Ogg pages (RFC 3533 §6), resyncing on the capture pattern after
     /// garbage. Bounded: a page is at most 27 + 255 + 255·255 bytes.
     public struct Splitter: Sendable {
+        /// Bytes fed and not yet split, from `head` on: pages are taken by moving `head`, and
+        /// what lies before it goes once it is large, so that a big feed splits in linear time.
         private var buffer: [UInt8] = []
+        private var head = 0
         public private(set) var skippedBytes = 0
 
         public init() {}
 
-        public mutating func feed<C: Collection>(_ bytes: C) where C.Element == UInt8 { buffer.append(contentsOf: bytes) }
+        public mutating func feed<C: Collection>(_ bytes: C) where C.Element == UInt8 {
+            if head > 0 && (head == buffer.count || head >= 64 * 1024) {
+                buffer.removeFirst(head)
+                head = 0
+            }
+            buffer.append(contentsOf: bytes)
+        }
 
         /// The next whole page, or nil when more bytes are needed.
         public mutating func next() -> OggPage? {
             while true {
-                guard buffer.count >= 27 else { return nil }
-                if !(buffer[0] == 0x4F && buffer[1] == 0x67 && buffer[2] == 0x67 && buffer[3] == 0x53 && buffer[4] == 0) {
+                let h = head
+                guard buffer.count - h >= 27 else { return nil }
+                if !(buffer[h] == 0x4F && buffer[h + 1] == 0x67 && buffer[h + 2] == 0x67 && buffer[h + 3] == 0x53 && buffer[h + 4] == 0) {
                     // Not at a page: drop up to the next capture pattern.
-                    var i = 1
+                    var i = h + 1
                     while i + 3 < buffer.count && !(buffer[i] == 0x4F && buffer[i + 1] == 0x67 && buffer[i + 2] == 0x67 && buffer[i + 3] == 0x53) { i += 1 }
-                    let drop = min(i, buffer.count - 3)
+                    let drop = min(i - h, buffer.count - h - 3)
                     skippedBytes += drop
-                    buffer.removeFirst(drop)
+                    head += drop
                     continue
                 }
-                let segments = Int(buffer[26])
-                guard buffer.count >= 27 + segments else { return nil }
+                let segments = Int(buffer[h + 26])
+                guard buffer.count - h >= 27 + segments else { return nil }
                 var body = 0
-                for k in 0..<segments { body += Int(buffer[27 + k]) }
+                for k in 0..<segments { body += Int(buffer[h + 27 + k]) }
                 let total = 27 + segments + body
-                guard buffer.count >= total else { return nil }
-                let serial = UInt32(buffer[14]) | UInt32(buffer[15]) << 8 | UInt32(buffer[16]) << 16 | UInt32(buffer[17]) << 24
-                let page = OggPage(bytes: Array(buffer[0..<total]), serial: serial, beginsStream: buffer[5] & 0x02 != 0)
-                buffer.removeFirst(total)
+                guard buffer.count - h >= total else { return nil }
+                let serial = UInt32(buffer[h + 14]) | UInt32(buffer[h + 15]) << 8 | UInt32(buffer[h + 16]) << 16 | UInt32(buffer[h + 17]) << 24
+                let page = OggPage(bytes: Array(buffer[h..<h + total]), serial: serial, beginsStream: buffer[h + 5] & 0x02 != 0)
+                head += total
                 return page
             }
         }
