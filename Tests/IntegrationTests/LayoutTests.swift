@@ -25,7 +25,7 @@ final class LayoutTests: XCTestCase {
         bridge?.shutdown()
         bus?.stop(waitMs: 2000)
         bridge = nil
-        _ = try? rig.start("mopidy")
+        _ = try? rig?.start("mopidy")
     }
 
     /// A loopback port nothing listens on (bound, read back and closed again).

@@ -29,7 +29,7 @@ class OutputLostTestCase: DaemonTestCase {
     }
 
     func unloadSink() {
-        guard let m = module else { return }
+        guard let m = module, let rig else { return }
         module = nil
         _ = try? runCommand(["pactl", "unload-module", m], env: rig.clientEnvironment)
     }

@@ -29,7 +29,7 @@ final class ReloadOutputTests: DaemonTestCase {
 
     override func tearDown() {
         super.tearDown()
-        for m in modules { _ = try? runCommand(["pactl", "unload-module", m], env: rig.clientEnvironment) }
+        if let rig { for m in modules { _ = try? runCommand(["pactl", "unload-module", m], env: rig.clientEnvironment) } }
         modules = []
     }
 

@@ -164,6 +164,30 @@ final class RigTests: XCTestCase {
     }
 }
 
+/// A rig that cannot start fails each test that needs it with the rig's own message; the test
+/// process goes on to the next test and ends with a failure, not a crash in a `tearDown` that
+/// used what its `setUp` never got.
+final class RigFailureTests: XCTestCase {
+    /// The test classes whose `tearDown` reads the rig.
+    static let classes = ["LayoutTests", "MopidySequenceTests", "RouteTests", "SeamlessRouteTests",
+                          "TrackListPlaylistTests", "ReloadOutputTests", "OutputLostTests"]
+
+    func testTestsWhoseRigCannotStartFailWithItsMessage() throws {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0])
+        guard binary.lastPathComponent.hasSuffix(".xctest") else { throw XCTSkip("not run from the test bundle: \(binary.path)") }
+        // No tool on PATH: the rig cannot start, and says which tools it needs.
+        let env = ["PATH": "/nonexistent", "HOME": NSTemporaryDirectory(), "TMPDIR": NSTemporaryDirectory()]
+        let filter = Self.classes.map { "IntegrationTests.\($0)" }.joined(separator: ",")
+        let r = try runCommand([binary.path, filter], env: env, timeout: 120)
+        let out = r.out + r.err
+        XCTAssertFalse(out.contains("Fatal error") || out.contains("Unexpectedly found nil"), String(out.suffix(2000)))
+        XCTAssertEqual(r.status, 1, "the test process ended by \(r.status), not a failure: \(out.suffix(2000))")
+        XCTAssertTrue(out.contains("test rig needs"), String(out.suffix(2000)))
+        let failed = out.split(separator: "\n").filter { $0.hasPrefix("Test Case") && $0.contains(" failed (") }
+        XCTAssertGreaterThanOrEqual(failed.count, Self.classes.count - 1, "each class's tests failed: \(out.suffix(2000))")
+    }
+}
+
 final class EventCollector: MopidyEventStreamDelegate {
     private let state = Mutex<(connected: Bool, events: [MopidyEvent])>((false, []))
     var connected: Bool { state.withLock { $0.connected } }

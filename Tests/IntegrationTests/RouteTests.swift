@@ -16,7 +16,7 @@ final class RouteTests: SystemBusTestCase {
     }
 
     override func tearDown() {
-        _ = try? rig.start("nginx_home")
+        _ = try? rig?.start("nginx_home")
         super.tearDown()
     }
 

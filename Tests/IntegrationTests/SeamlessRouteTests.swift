@@ -23,7 +23,7 @@ class SeamlessRouteTestCase: SystemBusTestCase {
     }
 
     override func tearDown() {
-        _ = try? rig.start("nginx_home")
+        _ = try? rig?.start("nginx_home")
         super.tearDown()
     }
 

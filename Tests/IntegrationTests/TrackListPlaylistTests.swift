@@ -18,11 +18,13 @@ final class TrackListPlaylistTests: DaemonTestCase {
 
     override func tearDown() {
         watcher?.stop()
-        _ = try? rig.command(["cmd": "queue"])
-        for name in ["Evening", "Morning"] {
-            try? FileManager.default.removeItem(atPath: "\(rig.info.playlists_dir)/\(name).m3u8")
+        if let rig {
+            _ = try? rig.command(["cmd": "queue"])
+            for name in ["Evening", "Morning"] {
+                try? FileManager.default.removeItem(atPath: "\(rig.info.playlists_dir)/\(name).m3u8")
+            }
+            _ = try? rig.rpc("core.playlists.refresh")
         }
-        _ = try? rig.rpc("core.playlists.refresh")
         super.tearDown()
     }
 
