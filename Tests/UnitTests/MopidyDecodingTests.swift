@@ -84,3 +84,81 @@ final class MopidyDecodingTests: XCTestCase {
         XCTAssertGreaterThan(decoded, 0)
     }
 }
+
+/// Mopidy 4's shapes (its models are pydantic's, `mopidy/_exts/http` at v4.0.1): a JSON-RPC
+/// reply carries every unset field as `null` and names a model `"__model__"`; an event is
+/// dumped without aliases, so a model is named `"model"`, unset fields are `null` there too, and
+/// `"event"` comes last. The bridge reads both as it reads Mopidy 3.4's, and says nothing of
+/// the nulls.
+final class MopidyFourShapeTests: XCTestCase {
+    /// One artist, album and track as Mopidy 4 writes them; `key` names the model's tag.
+    static func artist(_ name: String, _ key: String) -> String {
+        #"{"\#(key)":"Artist","uri":null,"name":"\#(name)","sortname":null,"musicbrainz_id":null}"#
+    }
+
+    static func track(_ n: Int, _ key: String) -> String {
+        #"{"\#(key)":"Track","uri":"local:track:Rig%20Sessions/0\#(n)-duet.flac","name":"Duet \#(n)","#
+            + #""artists":[\#(artist("Alan Turing", key)),\#(artist("Ada Lovelace", key))],"#
+            + #""album":{"\#(key)":"Album","uri":null,"name":"Rig Sessions","artists":[\#(artist("Groove Test Band", key))],"#
+            + #""num_tracks":null,"num_discs":null,"date":"2024-05-01","musicbrainz_id":null},"#
+            + #""composers":[],"performers":[],"genre":"Test","track_no":\#(n),"disc_no":null,"date":"2024-05-01","#
+            + #""length":30000,"bitrate":null,"comment":null,"musicbrainz_id":null,"last_modified":null}"#
+    }
+
+    static func tlTrack(_ n: Int, _ key: String) -> String { #"{"\#(key)":"TlTrack","tlid":\#(n),"track":\#(track(n, key))}"# }
+
+    func testEventsNameTheirModelsModelAndCarryNulls() throws {
+        var events: [MopidyEvent?] = []
+        let lines = try loggedLines {
+            events.append(try MopidyEvent.decode(#"{"tl_track":\#(Self.tlTrack(2, "model")),"event":"track_playback_started"}"#))
+            events.append(try MopidyEvent.decode(#"{"tl_track":\#(Self.tlTrack(2, "model")),"time_position":1234,"event":"track_playback_paused"}"#))
+            events.append(try MopidyEvent.decode(#"{"old_state":"playing","new_state":"stopped","event":"playback_state_changed"}"#))
+            events.append(try MopidyEvent.decode(#"{"tl_track":null,"time_position":0,"event":"track_playback_ended"}"#))
+        }
+        guard case .trackPlaybackStarted(let tl)?? = events.first else { return XCTFail("\(events)") }
+        XCTAssertEqual(tl.tlid, 2)
+        XCTAssertEqual(tl.track.name, "Duet 2")
+        XCTAssertEqual(tl.track.artists, ["Alan Turing", "Ada Lovelace"])
+        XCTAssertEqual(tl.track.album, "Rig Sessions")
+        XCTAssertEqual(tl.track.albumArtists, ["Groove Test Band"])
+        XCTAssertEqual(tl.track.lengthMs, 30000)
+        XCTAssertNil(tl.track.discNumber)
+        XCTAssertEqual(events[1], .trackPlaybackPaused(tl, positionMs: 1234))
+        XCTAssertEqual(events[2], .playbackStateChanged(old: .playing, new: .stopped))
+        XCTAssertEqual(events[3], .trackPlaybackEnded(nil, positionMs: 0))
+        XCTAssertEqual(lines, [], "Mopidy 4's nulls logged")
+    }
+
+    func testRepliesWithNullsDecodeAsMopidyThreesDo() throws {
+        let three = try XCTUnwrap(TlTrack(json: try JSON.parse(MopidyDecodingTests.started)["tl_track"] ?? .null))
+        var four: TlTrack?
+        var list: [TlTrack] = []
+        var images: [Image] = []
+        let lines = try loggedLines {
+            four = TlTrack(json: try JSON.parse(Self.tlTrack(2, "__model__")))
+            list = (try JSON.parse("[\(Self.tlTrack(1, "__model__")),\(Self.tlTrack(2, "__model__"))]").array ?? [])
+                .compactMap(TlTrack.init(json:))
+            let reply = #"{"local:track:a.flac":[{"__model__":"Image","uri":"/local/a.jpg","width":null,"height":null},"#
+                + #"{"__model__":"Image","uri":"/local/b.jpg","width":300,"height":300}]}"#
+            images = Image.list(try JSON.parse(reply), for: "local:track:a.flac")
+        }
+        XCTAssertEqual(four?.track.artists, three.track.artists)
+        XCTAssertEqual(four?.track.albumArtists, three.track.albumArtists)
+        XCTAssertEqual(four?.track.lengthMs, three.track.lengthMs)
+        XCTAssertEqual(four?.track.date, three.track.date)
+        XCTAssertEqual(list.map(\.tlid), [1, 2])
+        XCTAssertEqual(images.map(\.uri), ["/local/b.jpg", "/local/a.jpg"], "largest first, an unknown size last")
+        XCTAssertEqual(lines, [], "Mopidy 4's nulls logged")
+    }
+
+    /// Mopidy 4 writes every field: a 5 000-track tracklist in its shape still fits one reply
+    /// (`MopidyLimits.replyBytes`), and its parsed tree stays within `treeBytes` with lists cut
+    /// to `listElements`.
+    func testAFiveThousandTrackReplyInMopidyFoursShapeFitsTheLimits() throws {
+        let reply = #"{"jsonrpc":"2.0","id":1,"result":["# + (1...5000).map { Self.tlTrack($0, "__model__") }.joined(separator: ",") + "]}"
+        XCTAssertLessThan(reply.utf8.count, MopidyLimits.replyBytes, "\(reply.utf8.count) bytes")
+        let parsed = try JSON.parse(reply, maxTreeBytes: MopidyLimits.treeBytes, maxArrayElements: MopidyLimits.listElements)
+        XCTAssertEqual(parsed["result"]?.array?.count, MopidyLimits.listElements)
+        print("a 5 000-track tracklist in Mopidy 4's shape: \(reply.utf8.count) bytes, \(reply.utf8.count / 5000) a track")
+    }
+}
