@@ -126,12 +126,14 @@ extension BridgeState {
             refresh(.neighbours, &fx)
             settleTracklist(m)
             trackChangeHeard(m, &fx)
-        case .trackPlaybackPaused(_, let pos):
+        case .trackPlaybackPaused(let tl, let pos):
             server.state = .paused
             anchorPosition(pos, m)
-        case .trackPlaybackResumed(_, let pos):
+            if let tl { named(tl, m, &fx) }
+        case .trackPlaybackResumed(let tl, let pos):
             server.state = .playing
             anchorPosition(pos, m)
+            if let tl { named(tl, m, &fx) }
         case .trackPlaybackEnded:
             break  // the next track_playback_started or playback_state_changed follows
         case .playbackStateChanged(_, let new):
@@ -203,6 +205,17 @@ extension BridgeState {
 
     /// Another track is current, or the same from its start: a position shown while nothing is
     /// heard starts again at 0.
+    /// A pause or a resume names its track: one Mopidy moved to without a start (the house's
+    /// Next while stopped, then its pause) is shown from it.
+    mutating func named(_ tl: TlTrack, _ m: Moment, _ fx: inout [Effect]) {
+        guard tl.tlid != server.current?.tlid else { return }
+        server.setCurrent(tl)
+        trackChanged(m)
+        fx.append(.log(.info, "now on: \(describe(tl.track))"))
+        if server.artURL == nil { fx.append(.fetchArt(tl.track)) }
+        refresh(.neighbours, &fx)
+    }
+
     mutating func trackChanged(_ m: Moment) {
         if local.frozen != nil { local.frozen = .init(positionMs: 0, sinceUs: m.nowUs) }
     }

@@ -343,6 +343,22 @@ final class ReducerTests: XCTestCase {
         XCTAssertEqual(r.title, "Two")
     }
 
+    /// Found by a random walk (`found-a-house-pause-names-the-track-next-moved-to`): the house's
+    /// Next while stopped moves Mopidy's track with no event, and its pause then names the new
+    /// track; so does a resume. The named track is shown.
+    func testAPauseOrResumeShowsTheTrackItNames() {
+        var r = Rig(listening: false)
+        r.stopHouseHeard()
+        r.feed(.event(.playbackStateChanged(old: .stopped, new: .paused)))
+        r.feed(.event(.trackPlaybackPaused(Self.two, positionMs: 0)))
+        XCTAssertEqual(r.title, "Two", "the paused track is not shown")
+        XCTAssertTrue(r.take().contains("art Two"), "its cover is not fetched")
+        r.feed(.event(.trackPlaybackResumed(Self.three, positionMs: 0)))
+        XCTAssertEqual(r.title, "Three", "the resumed track is not shown")
+        r.feed(.event(.trackPlaybackPaused(nil, positionMs: 0)))
+        XCTAssertEqual(r.title, "Three", "a pause naming no track changed it")
+    }
+
     /// Found by a random walk: Next here while the house is stopped moves Mopidy's track without
     /// starting it, so it awaits no start. Play soon after is answered by its own start, shown at
     /// once; a change from elsewhere right after it is held until heard, not taken for Next's.
